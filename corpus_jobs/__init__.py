@@ -1,0 +1,1 @@
+"""Corpus jobs (load, cut, embed, swap an index in) and the operator CLI."""

@@ -1,0 +1,155 @@
+"""The `become-assistant` command: run, ask, corpus build, status, token."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from corpus_jobs import client
+from shared.auth import mint_access_token
+from shared.config import get_settings
+from shared.errors import AssistantError, ConfigError
+
+DEFAULT_URL = os.environ.get("ASSISTANT_URL", "http://127.0.0.1:8000")
+
+
+def _app_token(user: str) -> str:
+    token = os.environ.get("ASSISTANT_TOKEN")
+    if token:
+        return token
+    settings = get_settings()
+    if settings.profile == "deployed":
+        raise ConfigError("set ASSISTANT_TOKEN to an app access token")
+    return mint_access_token(user, settings.app_jwt_secret)
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """Mint a dev app token (not in the deployed profile)."""
+    if get_settings().profile == "deployed":
+        print("token minting is disabled in the deployed profile", file=sys.stderr)
+        return 2
+    print(mint_access_token(args.user, get_settings().app_jwt_secret, args.ttl))
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Ask over ticket + WebSocket, print the streamed answer and then the sources."""
+    def on_frame(frame: dict) -> None:
+        if frame["type"] == "token":
+            print(frame["text"], end="", flush=True)
+
+    try:
+        _frames, last = client.ask(args.url, _app_token(args.user), args.question,
+                                   on_frame=on_frame, project_id=args.project)
+    except client.ClientError as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 1
+    print()
+    if last["type"] == "error":
+        print(f"error {last['code']}: {last['message']}", file=sys.stderr)
+        return 1
+    checks = last.get("checks", {})
+    if not checks.get("citations", {}).get("valid", True):
+        print(f"warning: invalid citations {checks['citations']['invalid']}", file=sys.stderr)
+    if last.get("sources"):
+        print("\nSources:")
+        for s in last["sources"]:
+            print(f"  [{s['n']}] {s['title']} — {s['section']} ({s['source']}, score {s['score']})")
+    print(f"\n(index {last.get('index')}, {last.get('timing', {}).get('total_ms')} ms)")
+    return 0
+
+
+def cmd_corpus_build(args: argparse.Namespace) -> int:
+    """Build the index now, under the same lock as scheduled rebuilds."""
+    from corpus_jobs.build import locked_build
+    from corpus_jobs.manifest import load_manifest
+
+    settings = get_settings()
+
+    def progress(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        print(f"\rembedding [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+              end="", file=sys.stderr, flush=True)
+
+    report = locked_build(settings, load_manifest(args.manifest or settings.corpus_manifest),
+                          force=args.force, progress=progress)
+    if report is None:
+        print("another rebuild is running; nothing done", file=sys.stderr)
+        return 3
+    print(json.dumps(report.__dict__, indent=2) if args.json else
+          f"\nindex {report.version}: {'unchanged (no-op)' if report.no_op else 'built'}; "
+          f"{report.documents} documents, {report.passages} passages, "
+          f"{report.embedded} embedded, {report.seconds:.1f}s")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print /healthz; exit 1 when a component is down."""
+    try:
+        status, body = client.http_json("GET", f"{args.url}/healthz")
+    except client.ClientError as exc:
+        print(f"web: down ({exc})")
+        return 1
+    for name, comp in (body or {}).get("components", {}).items():
+        extra = {k: v for k, v in comp.items() if k != "ok"}
+        print(f"{name:22} {'ok ' if comp['ok'] else 'DOWN'} {json.dumps(extra)}")
+    return 0 if status == 200 else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Start every process in the foreground (make run)."""
+    from corpus_jobs.run import Plan, run_forever
+
+    return run_forever(get_settings(), Plan(var_dir=Path(args.var).resolve(),
+                                            web_bind=args.bind, flower_port=args.flower_port))
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = argparse.ArgumentParser(prog="become-assistant")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="start everything (services, models, index, worker, beat, "
+                                   "Flower, web)")
+    r.add_argument("--var", default="var")
+    r.add_argument("--bind", default=os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000"))
+    r.add_argument("--flower-port", type=int, default=5555)
+    r.set_defaults(func=cmd_run)
+    a = sub.add_parser("ask", help="ask a question and stream the answer")
+    a.add_argument("question")
+    a.add_argument("--url", default=DEFAULT_URL)
+    a.add_argument("--user", default="cli-user")
+    a.add_argument("--project", default=None)
+    a.set_defaults(func=cmd_ask)
+    c = sub.add_parser("corpus", help="corpus jobs")
+    csub = c.add_subparsers(dest="corpus_command", required=True)
+    b = csub.add_parser("build", help="build the index (a no-op when nothing changed)")
+    b.add_argument("--manifest", default=None)
+    b.add_argument("--force", action="store_true")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_corpus_build)
+    s = sub.add_parser("status", help="component health")
+    s.add_argument("--url", default=DEFAULT_URL)
+    s.set_defaults(func=cmd_status)
+    t = sub.add_parser("token", help="mint a dev app token")
+    t.add_argument("--user", required=True)
+    t.add_argument("--ttl", type=int, default=900)
+    t.set_defaults(func=cmd_token)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except AssistantError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

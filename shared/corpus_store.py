@@ -1,0 +1,109 @@
+"""The corpus index schema in PostgreSQL+pgvector, and the read side used by the service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from shared.errors import IndexMissing, Unavailable
+
+LIVE_TABLE = "passages"
+STAGING_TABLE = "passages_staging"
+
+SCHEMA_SQL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS indexes (
+    version       text PRIMARY KEY,
+    corpus_hash   text NOT NULL,
+    manifest      text NOT NULL,
+    embedding_model text NOT NULL,
+    dim           integer NOT NULL,
+    settings      jsonb NOT NULL,
+    documents     integer NOT NULL,
+    passages      integer NOT NULL,
+    embedded      integer NOT NULL,
+    build_seconds double precision NOT NULL,
+    built_at      timestamptz NOT NULL DEFAULT now(),
+    current       boolean NOT NULL DEFAULT false
+);
+CREATE UNIQUE INDEX IF NOT EXISTS indexes_one_current ON indexes (current) WHERE current;
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    content_hash text NOT NULL,
+    model        text NOT NULL,
+    embedding    vector NOT NULL,
+    PRIMARY KEY (content_hash, model)
+);
+"""
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """The index version currently serving."""
+
+    version: str
+    embedding_model: str
+    dim: int
+    passages: int
+
+
+@dataclass(frozen=True)
+class StoredPassage:
+    """One passage as stored; `text` is what the answer model sees."""
+
+    id: str
+    source: str
+    title: str
+    section: str
+    lang: str
+    text: str
+    index_text: str
+    local: bool
+
+
+PASSAGE_COLUMNS = "id, source, title, section, lang, text, index_text, local"
+
+
+def connect(dsn: str, **kwargs: Any) -> psycopg.Connection:
+    """Open a connection with pgvector types registered; maps failures to Unavailable."""
+    try:
+        conn = psycopg.connect(dsn, connect_timeout=5, **kwargs)
+    except psycopg.OperationalError as exc:
+        raise Unavailable("corpus database unreachable") from exc
+    register_vector(conn)
+    return conn
+
+
+def current_index(conn: psycopg.Connection) -> IndexInfo:
+    """The serving index, or IndexMissing when none was built."""
+    try:
+        row = conn.execute(
+            "SELECT version, embedding_model, dim, passages FROM indexes WHERE current"
+        ).fetchone()
+    except psycopg.errors.UndefinedTable:
+        conn.rollback()
+        raise IndexMissing("no indexes table") from None
+    if row is None:
+        raise IndexMissing("no current index")
+    return IndexInfo(*row)
+
+
+def all_passages(conn: psycopg.Connection) -> list[StoredPassage]:
+    """Every passage of the live index, in a stable order (for BM25)."""
+    rows = conn.execute(f"SELECT {PASSAGE_COLUMNS} FROM {LIVE_TABLE} ORDER BY id").fetchall()
+    return [StoredPassage(*r) for r in rows]
+
+
+def dense_search(conn: psycopg.Connection, vector: list[float], k: int) -> list[tuple[str, float]]:
+    """Nearest passages by cosine distance: (passage id, cosine similarity), best first."""
+    import numpy as np
+
+    vec = np.asarray(vector, dtype=np.float32)
+    rows = conn.execute(
+        f"SELECT id, 1 - (embedding <=> %s) AS sim FROM {LIVE_TABLE} "
+        "ORDER BY embedding <=> %s LIMIT %s",
+        (vec, vec, k),
+    ).fetchall()
+    return [(r[0], float(r[1])) for r in rows]

@@ -1,0 +1,56 @@
+"""Wire protocol v1 frames and the per-turn frame log (Redis Stream + pub/sub)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from shared import keys
+
+TERMINAL_TYPES = frozenset({"done", "error"})
+
+
+def encode(frame: dict[str, Any]) -> str:
+    """Serialise a frame compactly (it is sent as-is to clients)."""
+    return json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+
+
+def error_frame(turn: str | None, seq: int | None, code: int, message: str,
+                **extra: Any) -> dict[str, Any]:
+    """An error frame with a status-like code and a plain sentence."""
+    frame: dict[str, Any] = {"type": "error", "turn": turn, "seq": seq, "code": code,
+                             "message": message}
+    frame.update(extra)
+    return frame
+
+
+class FrameLog:
+    """Appends a turn's frames to its replay stream and publishes them live, in one round trip."""
+
+    def __init__(self, client: redis.Redis, turn: str, ttl_s: int) -> None:
+        self._client = client
+        self.turn = turn
+        self._ttl = ttl_s
+        self._log = keys.turn_log(turn)
+        self._channel = keys.turn_channel(turn)
+
+    def append(self, frame: dict[str, Any]) -> None:
+        """Record and publish one frame (which already carries its seq)."""
+        data = encode(frame)
+        pipe = self._client.pipeline(transaction=False)
+        pipe.xadd(self._log, {"f": data})
+        pipe.publish(self._channel, data)
+        pipe.expire(self._log, self._ttl)
+        pipe.execute()
+
+    def frames_after(self, after_seq: int) -> list[dict[str, Any]]:
+        """Every logged frame with seq greater than after_seq, in order."""
+        out = []
+        entries: Any = self._client.xrange(self._log)
+        for _id, fields in entries:
+            frame = json.loads(fields.get(b"f") or fields.get("f"))
+            if frame.get("seq", -1) > after_seq:
+                out.append(frame)
+        return out

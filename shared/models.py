@@ -1,0 +1,43 @@
+"""OpenAI-compatible clients for the model roles (used by the worker and corpus jobs only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import openai
+
+from shared.config import ModelRole
+from shared.errors import ModelError
+
+EMBED_BATCH = 16  # hosted endpoints refuse more than 25 texts a request (B-12)
+E5_PREFIX = {"query": "query: ", "passage": "passage: "}
+
+
+@lru_cache(maxsize=16)
+def client_for(role: ModelRole, timeout_s: float = 60.0) -> openai.OpenAI:
+    """A cached client for a role; the hosted key is sent only to `api` roles."""
+    return openai.OpenAI(base_url=role.base_url, api_key=role.key_for_request,
+                         timeout=timeout_s, max_retries=0)
+
+
+def embed(role: ModelRole, texts: Sequence[str], kind: str, prefix_mode: str) -> list[list[float]]:
+    """Embed texts as `query` or `passage`, in batches of at most 16."""
+    if kind not in E5_PREFIX:
+        raise ValueError(f"unknown embedding kind {kind!r}")
+    client = client_for(role)
+    out: list[list[float]] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = list(texts[start:start + EMBED_BATCH])
+        extra: dict[str, str] = {}
+        if prefix_mode == "text":
+            batch = [E5_PREFIX[kind] + t for t in batch]
+        elif prefix_mode == "input_type":
+            extra["input_type"] = kind
+        try:
+            resp = client.embeddings.create(model=role.model, input=batch,
+                                            extra_body=extra or None)
+        except openai.OpenAIError as exc:
+            raise ModelError(f"embeddings call failed: {type(exc).__name__}") from exc
+        out.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
+    return out

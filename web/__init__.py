@@ -1,0 +1,57 @@
+"""The Flask front end: checks who asks, hands turns to Celery, relays frames back."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from flask import Flask
+
+from shared.config import Settings, get_settings
+from shared.redis_client import redis_client
+from web.relay import Relay
+
+_relay: tuple[int, Relay] | None = None
+
+
+def relay_for_process() -> Relay:
+    """This process's relay, created after fork on first use."""
+    global _relay
+    if _relay is None or _relay[0] != os.getpid():
+        _relay = (os.getpid(), Relay(redis_client(get_settings())))
+    return _relay[1]
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """The application factory."""
+    from web import errors
+    from web.queue import turn_queue
+    from web.routes import api, panel, ws
+    from web.sock import sock
+
+    app = Flask(__name__)
+    settings: Settings = (config or {}).get("SETTINGS") or get_settings()
+    app.config.update(SETTINGS=settings, MAX_CONTENT_LENGTH=64 * 1024,
+                      JSON_SORT_KEYS=False)
+    app.config.update({k: v for k, v in (config or {}).items() if k != "SETTINGS"})
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    errors.init_app(app)
+    turn_queue.init_app(app)
+    sock.init_app(app)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(ws.bp)
+    app.register_blueprint(panel.bp)
+
+    @app.after_request
+    def _security_headers(resp: Any) -> Any:
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        resp.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; "
+            "connect-src 'self' ws: wss:; img-src 'self'; frame-ancestors 'self'")
+        return resp
+
+    return app

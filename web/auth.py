@@ -1,0 +1,33 @@
+"""Who is asking: the app's bearer JWT for HTTP, a ticket (and Origin) for the WebSocket."""
+
+from __future__ import annotations
+
+from flask import current_app, request
+
+from shared.auth import verify_access_token
+from shared.config import Settings
+from shared.errors import Forbidden, Unauthorized
+
+
+def settings() -> Settings:
+    """The app's Settings."""
+    s: Settings = current_app.config["SETTINGS"]
+    return s
+
+
+def bearer_user() -> str:
+    """The user id of the request's `Authorization: Bearer <app JWT>`."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("missing bearer token")
+    return verify_access_token(token.strip(), settings().app_jwt_secret)
+
+
+def check_origin() -> None:
+    """Browsers always send Origin: it must be allowed. Non-browser clients send none."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return
+    if origin.rstrip("/") not in settings().allowed_origins:
+        raise Forbidden("origin not allowed")

@@ -1,0 +1,28 @@
+"""gunicorn settings: gevent workers hold many open WebSockets; warm-up after fork."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+bind = os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("ASSISTANT_WEB_WORKERS", "2"))
+worker_class = "gevent"
+worker_connections = 1000
+timeout = 60
+graceful_timeout = 10
+accesslog = "-"
+# The query string carries the single-use ticket: never log it.
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
+
+
+def post_worker_init(worker: Any) -> None:
+    """Open the broker connection and the relay's subscription before the first user."""
+    from web import relay_for_process
+    from web.queue import turn_queue
+
+    try:
+        turn_queue.warm_up()
+    except Exception as exc:  # noqa: BLE001 - a cold broker must not stop the worker booting
+        worker.log.warning("broker warm-up failed: %s", type(exc).__name__)
+    relay_for_process().start()

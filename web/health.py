@@ -1,0 +1,70 @@
+"""Component health for /healthz: Redis, corpus database and index, worker, model roles."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from typing import Any
+
+import psycopg
+import redis
+
+from shared import corpus_store, keys
+from shared.config import ModelRole, Settings
+from shared.errors import AssistantError
+
+
+def _redis(client: redis.Redis) -> dict[str, Any]:
+    try:
+        client.ping()
+        return {"ok": True}
+    except redis.RedisError:
+        return {"ok": False, "error": "unreachable"}
+
+
+def _corpus(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        with corpus_store.connect(settings.corpus_read_dsn, autocommit=True) as conn:
+            info = corpus_store.current_index(conn)
+    except AssistantError as exc:
+        db_ok = not isinstance(exc, corpus_store.IndexMissing)
+        return {"ok": db_ok, **({} if db_ok else {"error": "unreachable"})}, \
+            {"ok": False, "error": "no index built"}
+    except psycopg.Error:
+        return {"ok": False, "error": "query failed"}, {"ok": False, "error": "unknown"}
+    return {"ok": True}, {"ok": True, "version": info.version, "passages": info.passages,
+                          "embedding_model": info.embedding_model}
+
+
+def _worker(client: redis.Redis) -> dict[str, Any]:
+    try:
+        alive = sum(1 for _ in client.scan_iter(keys.WORKER_HEARTBEAT_PATTERN, count=100))
+    except redis.RedisError:
+        return {"ok": False, "error": "unknown (Redis unreachable)"}
+    return {"ok": alive > 0, "workers": alive}
+
+
+def _model(role: ModelRole) -> dict[str, Any]:
+    req = urllib.request.Request(role.base_url + "/models")
+    if role.provider == "api":
+        req.add_header("Authorization", f"Bearer {role.key_for_request}")
+    try:
+        with urllib.request.urlopen(req, timeout=2) as resp:  # noqa: S310 - configured URL
+            ok = 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        ok = False
+    out: dict[str, Any] = {"ok": ok, "provider": role.provider, "model": role.model}
+    if not ok:
+        out["error"] = "unreachable"
+    return out
+
+
+def check_health(settings: Settings, client: redis.Redis) -> tuple[bool, dict[str, Any]]:
+    """(all ok, per-component status)."""
+    db, index = _corpus(settings)
+    components: dict[str, Any] = {"redis": _redis(client), "corpus_db": db, "index": index,
+                                  "worker": _worker(client)}
+    for role in settings.roles:
+        if role.name in ("answer", "translation", "embeddings"):
+            components[f"model:{role.name}"] = _model(role)
+    return all(c["ok"] for c in components.values()), components

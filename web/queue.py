@@ -1,0 +1,40 @@
+"""Enqueue turns by task name: the web tier never imports the pipeline or its model clients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from flask import Flask
+
+from shared.celery_config import TURN_QUEUE, TURN_TASK, celery_config
+from shared.config import Settings
+
+
+class TurnQueue:
+    """A send-only Celery client."""
+
+    def __init__(self) -> None:
+        self._celery: Celery | None = None
+
+    def init_app(self, app: Flask) -> None:
+        """Configure from the app's settings."""
+        settings: Settings = app.config["SETTINGS"]
+        self._celery = Celery("become_assistant_web")
+        self._celery.conf.update(celery_config(settings))
+        app.extensions["turn_queue"] = self
+
+    def warm_up(self) -> None:
+        """Open the broker connection now, not on the first user's turn (~40-100 ms)."""
+        assert self._celery is not None
+        with self._celery.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)
+
+    def enqueue(self, payload: dict[str, Any]) -> None:
+        """Send one turn to the turns queue (JSON)."""
+        assert self._celery is not None
+        self._celery.send_task(TURN_TASK, args=[payload], queue=TURN_QUEUE,
+                               task_id=str(payload["turn"]))
+
+
+turn_queue = TurnQueue()

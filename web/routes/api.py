@@ -1,0 +1,58 @@
+"""HTTP API: tickets, health, and (dev/test only) a demo token."""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, Response, jsonify, request
+
+from shared.auth import mint_access_token
+from shared.errors import BadRequest, NotFound
+from shared.redis_client import redis_client
+from web.auth import bearer_user, check_origin, settings
+from web.health import check_health
+from web.tickets import issue_ticket
+
+bp = Blueprint("api", __name__)
+DEMO_USER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@bp.post("/api/v1/assistant/tickets")
+def create_ticket() -> tuple[Response, int]:
+    """Exchange the app JWT for a single-use, short-lived WebSocket ticket."""
+    check_origin()
+    user = bearer_user()
+    s = settings()
+    ticket = issue_ticket(redis_client(s), user, s.ticket_ttl_s)
+    resp = jsonify({"ticket": ticket, "expires_in": s.ticket_ttl_s})
+    resp.headers["Cache-Control"] = "no-store"
+    return resp, 201
+
+
+@bp.get("/healthz")
+def healthz() -> tuple[Response, int]:
+    """Each component's status; 503 when one is down."""
+    s = settings()
+    ok, components = check_health(s, redis_client(s))
+    return jsonify({"ok": ok, "components": components}), 200 if ok else 503
+
+
+@bp.post("/api/v1/dev/token")
+def dev_token() -> tuple[Response, int]:
+    """Mint a demo app token (dev and test profiles only; 404 when deployed)."""
+    s = settings()
+    if s.profile == "deployed":
+        raise NotFound("dev token disabled")
+    check_origin()
+    body = request.get_json(silent=True) or {}
+    user = body.get("user", "demo") if isinstance(body, dict) else None
+    if not isinstance(user, str) or not DEMO_USER.match(user):
+        raise BadRequest("bad demo user", public_message="The user name is not valid.")
+    return jsonify({"access_token": mint_access_token(user, s.app_jwt_secret),
+                    "token_type": "bearer"}), 201
+
+
+@bp.get("/api/v1/ping")
+def ping() -> tuple[Response, int]:
+    """Liveness of this web process alone (no dependencies)."""
+    return jsonify({"ok": True}), 200

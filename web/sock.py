@@ -1,0 +1,5 @@
+"""The flask-sock extension instance."""
+
+from flask_sock import Sock
+
+sock = Sock()

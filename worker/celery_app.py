@@ -1,0 +1,16 @@
+"""The Celery application `celery -A worker.celery_app` points at; configuration only."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from corpus_jobs.schedule import BEAT_SCHEDULE
+from shared.celery_config import celery_config
+from shared.config import get_settings
+
+app = Celery("become_assistant")
+app.conf.update(celery_config(get_settings()))
+app.conf.include = ["worker.tasks", "corpus_jobs.tasks"]
+app.conf.beat_schedule = BEAT_SCHEDULE
+
+import worker.heartbeat  # noqa: E402,F401  (connects worker signals)

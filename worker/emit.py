@@ -1,0 +1,61 @@
+"""Numbered frames of one turn, appended to its replay log and published live."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from shared.frames import FrameLog, error_frame
+
+
+class TurnEmitter:
+    """Gives each frame the next seq (the web tier's `accepted` is seq 0)."""
+
+    def __init__(self, log: FrameLog, started: float | None = None) -> None:
+        self._log = log
+        self.turn = log.turn
+        self.seq = 0
+        self.started = started if started is not None else time.monotonic()
+        self.steps: list[dict[str, Any]] = []
+        self.finished = False
+
+    def _send(self, frame_type: str, **fields: Any) -> None:
+        self.seq += 1
+        self._log.append({"type": frame_type, "turn": self.turn, "seq": self.seq, **fields})
+
+    def token(self, text: str) -> None:
+        """Next piece of the answer."""
+        self._send("token", text=text)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[dict[str, Any]]:
+        """Time a pipeline step and emit it as an `event` frame (B-4)."""
+        start = time.monotonic()
+        detail: dict[str, Any] = {}
+        try:
+            yield detail
+        finally:
+            record = {"step": name, "start_ms": round((start - self.started) * 1000, 1),
+                      "ms": round((time.monotonic() - start) * 1000, 1), **detail}
+            self.steps.append(record)
+            self._send("event", **record)
+
+    def mark(self, name: str) -> None:
+        """A point event (e.g. first token) with its time since the turn started."""
+        record = {"step": name, "start_ms": round((time.monotonic() - self.started) * 1000, 1),
+                  "ms": 0.0}
+        self.steps.append(record)
+        self._send("event", **record)
+
+    def done(self, **fields: Any) -> None:
+        """The terminal success frame."""
+        self.finished = True
+        self._send("done", **fields)
+
+    def error(self, code: int, message: str) -> None:
+        """The terminal error frame (plain sentence, no internal text)."""
+        self.finished = True
+        self.seq += 1
+        self._log.append(error_frame(self.turn, self.seq, code, message))

@@ -1,0 +1,1 @@
+"""The answer turn as plain steps over frozen dataclasses, testable without Celery."""

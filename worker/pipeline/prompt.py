@@ -1,0 +1,67 @@
+"""Prompt assembly from the text files in worker/prompts/ (no prompt text buried in code)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+
+from worker.pipeline.types import Message, Retrieval
+
+HISTORY_MESSAGES = 20
+HISTORY_CHARS = 6000
+MARKER = re.compile(r"\s?\[\d+\]")
+
+
+@lru_cache(maxsize=8)
+def prompt_text(name: str) -> str:
+    """A prompt file's text."""
+    return resources.files("worker").joinpath("prompts", name).read_text(encoding="utf-8")
+
+
+def language_line(lang: str) -> str:
+    """'Answer in X.' when the language is known, else nothing (B-23)."""
+    for line in prompt_text("language_line.txt").splitlines():
+        code, _, text = line.partition("=")
+        if code == lang:
+            return text
+    return ""
+
+
+def trim_history(history: tuple[Message, ...]) -> list[Message]:
+    """Last 20 messages within ~6,000 characters, oldest dropped first; answers lose [n]."""
+    kept: list[Message] = []
+    total = 0
+    for m in reversed(history[-HISTORY_MESSAGES:]):
+        if m.role not in ("user", "assistant"):
+            continue
+        content = MARKER.sub("", m.content) if m.role == "assistant" else m.content
+        if total + len(content) > HISTORY_CHARS:
+            break
+        kept.append(Message(m.role, content))
+        total += len(content)
+    return list(reversed(kept))
+
+
+def format_passages(retrieval: Retrieval) -> str:
+    """Passages numbered [1]..[n] with title and heading path; the passage's own text."""
+    blocks = []
+    for n, p in enumerate(retrieval.passages, start=1):
+        blocks.append(f"[{n}] {p.title} — {p.section}\n<passage>\n{p.text}\n</passage>")
+    return "\n\n".join(blocks) if blocks else "(no passages found)"
+
+
+def build_messages(question: str, history: tuple[Message, ...], retrieval: Retrieval,
+                   lang: str) -> list[dict[str, str]]:
+    """The chat messages for the answer call."""
+    system = prompt_text("answer_system.txt").strip()
+    system += "\n\n" + prompt_text("passages.txt").format(passages=format_passages(retrieval))
+    line = language_line(lang)
+    if line:
+        system += "\n\n" + line
+    messages = [{"role": "system", "content": system}]
+    messages += [{"role": m.role, "content": m.content} for m in trim_history(history)]
+    # The citation reminder sits next to the question, where every model reads it last.
+    messages.append({"role": "user",
+                     "content": prompt_text("question.txt").format(question=question).strip()})
+    return messages

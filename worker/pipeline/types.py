@@ -1,0 +1,90 @@
+"""Frozen dataclasses passed between the pipeline steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.errors import BadRequest
+
+
+@dataclass(frozen=True)
+class Message:
+    """One earlier message of the conversation, as the browser sent it."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """What the web tier hands the worker: no token, no ticket, only the hashed user."""
+
+    turn: str
+    user: str
+    message: str
+    history: tuple[Message, ...] = ()
+    project_id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnRequest:
+        """Parse the task payload; raises BadRequest on a malformed one."""
+        try:
+            history = tuple(Message(str(m["role"]), str(m["content"]))
+                            for m in data.get("history") or ())
+            return cls(turn=str(data["turn"]), user=str(data["user"]),
+                       message=str(data["message"]), history=history,
+                       project_id=data.get("project_id"))
+        except (KeyError, TypeError) as exc:
+            raise BadRequest(f"malformed turn payload: {exc}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-only task payload."""
+        return {"turn": self.turn, "user": self.user, "message": self.message,
+                "history": [{"role": m.role, "content": m.content} for m in self.history],
+                "project_id": self.project_id}
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved passage with its fused rank score."""
+
+    id: str
+    source: str
+    title: str
+    section: str
+    text: str
+    local: bool
+    score: float
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The passages given to the model, numbered [1]..[n] in this order."""
+
+    passages: tuple[Passage, ...]
+    index_version: str
+    query: str
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The model's whole answer and its token usage."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    """Which [n] markers the answer used and which point at no given passage."""
+
+    cited: tuple[int, ...]
+    invalid: tuple[int, ...]
+
+    @property
+    def valid(self) -> bool:
+        """True when every marker points at a passage the model was given."""
+        return not self.invalid
