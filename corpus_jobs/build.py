@@ -85,7 +85,8 @@ def _cached_embeddings(conn: psycopg.Connection, model: str,
     rows = conn.execute(
         "SELECT content_hash, embedding FROM embedding_cache "
         "WHERE model = %s AND content_hash = ANY(%s)", (model, hashes)).fetchall()
-    return {h: e for h, e in rows}
+    return {h: np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32)
+            for h, e in rows}
 
 
 def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[Passage],

@@ -30,6 +30,7 @@ class Plan:
     flower_port: int = 5555
     web_workers: int = 2
     worker_concurrency: int = 8
+    name: str = "turns"
     web: bool = True
     worker: bool = True
     beat: bool = True
@@ -62,15 +63,16 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
             stack.start_chat_server(sup, url.port)
 
 
-def start_processes(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
-    """Celery worker, beat, Flower and the web server."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | None = None
+                    ) -> None:
+    """Celery worker, beat, Flower and the web server (children get `env`, else ours)."""
+    env = dict(env if env is not None else os.environ, PYTHONUNBUFFERED="1")
     if plan.worker:
-        proc = sup.start("worker", _celery(
+        proc = sup.start(f"{plan.name}-worker", _celery(
             "worker", "-Q", "turns,corpus", "-P", "threads", "-c", str(plan.worker_concurrency),
-            "-n", f"turns-{os.getpid()}@%h", "--loglevel", "INFO", "--without-gossip",
+            "-n", f"{plan.name}-{os.getpid()}@%h", "--loglevel", "INFO", "--without-gossip",
             "--without-mingle"), env=env)
-        stack.wait_until(lambda: "ready." in stack.tail(proc.log, 200), 60, "worker", proc)
+        stack.wait_until(lambda: "ready." in stack.tail(proc.log, 200), 60, f"{plan.name}-worker", proc)
     if plan.beat:
         sup.start("beat", _celery("beat", "--loglevel", "INFO", "-s",
                                   str(plan.var_dir / "celerybeat-schedule")), env=env)
@@ -82,10 +84,10 @@ def start_processes(settings: Settings, sup: stack.Supervisor, plan: Plan) -> No
     if plan.web:
         web_env = dict(env, ASSISTANT_WEB_BIND=plan.web_bind,
                        ASSISTANT_WEB_WORKERS=str(plan.web_workers))
-        proc = sup.start("web", [sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
+        proc = sup.start(f"{plan.name}-web", [sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
                                  "web.wsgi:app"], env=web_env)
         stack.wait_until(lambda: stack.http_ok(f"http://{plan.web_bind}/api/v1/ping"),
-                         60, "web", proc)
+                         60, f"{plan.name}-web", proc)
 
 
 def build_default_index(settings: Settings) -> None:
@@ -113,7 +115,7 @@ def run_forever(settings: Settings, plan: Plan) -> int:
         print("Starting services (logs in var/log/)…", flush=True)
         start_services(settings, sup, plan)
         build_default_index(settings)
-        start_processes(settings, sup, plan)
+        start_processes(sup, plan)
         print(f"\nbecome-assistant is running.\n"
               f"  Panel:  http://{plan.web_bind}/\n"
               f"  Health: http://{plan.web_bind}/healthz\n"

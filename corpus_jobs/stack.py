@@ -53,7 +53,7 @@ class Supervisor:
         """Start one child whose output goes to log_dir/NAME.log."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name}.log"
-        fh = open(log, "ab")  # noqa: SIM115 - the child owns it until it exits
+        fh = open(log, "wb")  # noqa: SIM115 - a fresh log per start; the child owns it
         popen = subprocess.Popen(list(argv), stdout=fh, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env=env, cwd=cwd or REPO,
                                  start_new_session=True, user=user)
@@ -66,19 +66,24 @@ class Supervisor:
         """The first child that has exited, if any."""
         return next((p for p in self.procs if p.popen.poll() is not None), None)
 
+    def stop(self, proc: Proc, timeout_s: float = 15.0) -> None:
+        """SIGTERM one child's process group, then SIGKILL whatever is left of it."""
+        _signal_group(proc.popen, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while proc.popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _signal_group(proc.popen, signal.SIGKILL)
+        try:
+            proc.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if proc in self.procs:
+            self.procs.remove(proc)
+
     def stop_all(self, timeout_s: float = 15.0) -> None:
-        """SIGTERM every child's process group (newest first), then SIGKILL what remains."""
-        for proc in reversed(self.procs):
-            _signal_group(proc.popen, signal.SIGTERM)
-            deadline = time.monotonic() + timeout_s
-            while proc.popen.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            _signal_group(proc.popen, signal.SIGKILL)
-            try:
-                proc.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        self.procs.clear()
+        """Stop every child, newest first."""
+        for proc in reversed(list(self.procs)):
+            self.stop(proc, timeout_s)
 
 
 def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:

@@ -1,0 +1,143 @@
+"""Test fixtures: real Redis, PostgreSQL+pgvector, model servers, Celery workers and web servers.
+
+Services are started by the tests themselves (reused when one already answers on the test
+ports); nothing is skipped because a service is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VAR = REPO / "var" / "test"
+WEB_PORT = 8010
+CHAT_PORT = 8091
+EMBED_PORT = 8092
+SCRIPTED_PORT = 8095
+PG_PORT = 5434
+
+TEST_ENV = {
+    "ASSISTANT_PROFILE": "test",
+    "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/15",
+    "ASSISTANT_CORPUS_DSN": f"postgresql://corpus_owner@127.0.0.1:{PG_PORT}/corpus",
+    "ASSISTANT_CORPUS_READ_DSN": f"postgresql://corpus_reader@127.0.0.1:{PG_PORT}/corpus",
+    "ASSISTANT_ANSWER_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
+    "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
+    "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
+    "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
+    "ASSISTANT_APP_JWT_SECRET": "test-secret-for-the-test-profile-only-0123456789",
+    "ASSISTANT_ALLOWED_ORIGINS": ",".join(
+        f"http://{h}:{p}" for h in ("127.0.0.1", "localhost") for p in range(8010, 8020)),
+}
+# Settings are read once per process: set the test environment before anything reads it.
+for _k in [k for k in os.environ if k.startswith("ASSISTANT_")]:
+    del os.environ[_k]
+os.environ.update(TEST_ENV)
+
+from corpus_jobs import stack  # noqa: E402
+from corpus_jobs.build import build_index  # noqa: E402
+from corpus_jobs.manifest import load_manifest  # noqa: E402
+from corpus_jobs.run import Plan, start_processes, start_services  # noqa: E402
+from shared.config import Settings, settings_from_env  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A running web + worker pair and how to reach it."""
+
+    name: str
+    base_url: str
+    env: dict[str, str]
+    settings: Settings
+    sup: stack.Supervisor
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """The test Settings."""
+    return settings_from_env(TEST_ENV)
+
+
+@pytest.fixture(scope="session")
+def services(settings: Settings) -> Iterator[stack.Supervisor]:
+    """Redis, PostgreSQL+pgvector, the real chat and embedding servers, and a built index."""
+    sup = stack.Supervisor(VAR / "log")
+    try:
+        start_services(settings, sup, Plan(var_dir=VAR))
+        build_index(settings, load_manifest(settings.corpus_manifest))
+        yield sup
+    finally:
+        sup.stop_all()
+
+
+@pytest.fixture(scope="session")
+def scripted_llm(services: stack.Supervisor) -> Iterator[str]:
+    """The scripted OpenAI-compatible server (stands in for an external model)."""
+    base = f"http://127.0.0.1:{SCRIPTED_PORT}"
+    if not stack.http_ok(base + "/v1/models"):
+        proc = services.start("scripted-llm", [sys.executable, "-m", "tests.scripted_llm",
+                                               str(SCRIPTED_PORT)], cwd=REPO)
+        stack.wait_until(lambda: stack.http_ok(base + "/v1/models"), 20, "scripted-llm", proc)
+    yield base
+
+
+def start_stack(services: stack.Supervisor, name: str, web_port: int,
+                overrides: dict[str, str]) -> Stack:
+    """Start a Celery worker and a gunicorn web server with the test env plus overrides."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env.update(TEST_ENV)
+    env.update(overrides)
+    sup = stack.Supervisor(VAR / "log")
+    start_processes(sup, Plan(var_dir=VAR, name=name, web_bind=f"127.0.0.1:{web_port}",
+                              web_workers=1, worker_concurrency=4, beat=False, flower=False),
+                    env=env)
+    return Stack(name, f"http://127.0.0.1:{web_port}", env, settings_from_env(env), sup)
+
+
+@pytest.fixture(scope="session")
+def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
+    """Web + worker answering with the real local model (SmolLM2 on llama.cpp)."""
+    s = start_stack(services, "real", WEB_PORT, {})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+@pytest.fixture(scope="session")
+def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
+    """Web + worker whose answer role is the scripted server (exact model output)."""
+    s = start_stack(services, "scripted", WEB_PORT + 1, {
+        "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/14",
+        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
+    })
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def set_script(base: str, chunks: list[str], **kwargs: float) -> None:
+    """Set the scripted server's next answer."""
+    from corpus_jobs.client import http_json
+
+    status, _ = http_json("POST", f"{base}/_script", {"chunks": chunks, **kwargs})
+    assert status == 200
+
+
+def wait_for(check, timeout_s: float = 30.0, interval: float = 0.2) -> bool:  # type: ignore[no-untyped-def]
+    """Poll check() until it is true or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return False

@@ -1,0 +1,117 @@
+"""A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
+
+Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
+and read what the server received with GET /_requests. Run: python -m tests.scripted_llm PORT
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_SCRIPT: dict[str, Any] = {"chunks": ["Scripted answer [1]."], "delay_s": 0.0,
+                                  "stall_s": 0.0, "status": 0}
+
+
+class State:
+    """The current script and the captured requests (shared by handler threads)."""
+
+    lock = threading.Lock()
+    script: dict[str, Any] = dict(DEFAULT_SCRIPT)
+    requests: list[dict[str, Any]] = []
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> Any:
+        n = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(n) or b"{}")
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        elif self.path == "/_requests":
+            with State.lock:
+                self._json(200, State.requests)
+        else:
+            self._json(404, {"error": "unknown"})
+
+    def do_POST(self) -> None:
+        body = self._body()
+        if self.path == "/_script":
+            with State.lock:
+                State.script = {**DEFAULT_SCRIPT, **body}
+                State.requests = []
+            self._json(200, {"ok": True})
+            return
+        if not self.path.endswith("/chat/completions"):
+            self._json(404, {"error": "unknown"})
+            return
+        with State.lock:
+            State.requests.append({"headers": dict(self.headers), "body": body})
+            script = dict(State.script)
+        if script.get("status"):
+            self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        if not body.get("stream"):
+            self._json(200, {"id": "x", "object": "chat.completion", "model": "scripted",
+                             "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                 "role": "assistant", "content": "".join(script["chunks"])}}]})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        time.sleep(float(script.get("stall_s") or 0))
+        try:
+            for i, chunk in enumerate(script["chunks"]):
+                self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
+                             "choices": [{"index": 0, "delta": {"content": chunk},
+                                          "finish_reason": None}]})
+                if i + 1 < len(script["chunks"]):
+                    time.sleep(float(script.get("delay_s") or 0))
+            self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
+                         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
+                         "choices": [], "usage": {"prompt_tokens": 11,
+                                                  "completion_tokens": len(script["chunks"]),
+                                                  "total_tokens": 11 + len(script["chunks"])}})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def _event(self, obj: dict[str, Any]) -> None:
+        self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+        self.wfile.flush()
+
+
+def main() -> None:
+    """Serve on 127.0.0.1:PORT until killed."""
+    port = int(sys.argv[1])
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    print(f"scripted LLM on http://127.0.0.1:{port}/v1", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

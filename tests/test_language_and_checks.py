@@ -1,0 +1,75 @@
+"""Language detection, citation check, fusion and prompt history (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.pipeline.checks import check_citations
+from worker.pipeline.language import detect_language
+from worker.pipeline.prompt import build_messages, language_line, trim_history
+from worker.pipeline.retrieve import fuse, tokenize
+from worker.pipeline.types import Message, Passage, Retrieval
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("How does the search work?", "en"),
+    ("What is the maximum error of our project?", "en"),
+    ("Jak funguje vyhledávání?", "cs"),
+    ("Proč je naše maximální chyba tak malá?", "cs"),
+    ("Čo je to maximálna chyba a prečo je taká malá?", "unknown"),  # Slovak is not Czech
+    ("BeCoMe", "unknown"),  # too short to be sure
+    ("", "unknown"),
+])
+def test_detect_language(text: str, lang: str) -> None:
+    assert detect_language(text) == lang
+
+
+@pytest.mark.parametrize("answer, count, cited, invalid", [
+    ("BM25 ranks words [1]. Vectors rank meaning [2].", 3, (1, 2), ()),
+    ("Repeated [1] and [1].", 3, (1,), ()),
+    ("Out of range [4].", 3, (4,), (4,)),
+    ("Zero is never a passage [0].", 3, (0,), (0,)),
+    ("No markers at all.", 3, (), ()),
+    ("Anything cited with no passages [1].", 0, (1,), (1,)),
+])
+def test_citation_check(answer: str, count: int, cited: tuple[int, ...],
+                        invalid: tuple[int, ...]) -> None:
+    result = check_citations(answer, count)
+    assert result.cited == cited
+    assert result.invalid == invalid
+    assert result.valid == (not invalid)
+
+
+def test_rrf_fuses_two_rankings() -> None:
+    dense = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+    lexical = [("c", 9.0), ("a", 5.0), ("d", 1.0)]
+    fused = [pid for pid, _ in fuse([dense, lexical])]
+    assert fused[0] == "a"  # ranks 1 and 2 beat ranks 3 and 1
+    assert set(fused) == {"a", "b", "c", "d"}
+
+
+def test_tokenize_keeps_czech_letters() -> None:
+    assert tokenize("Maximální chyba, BM25!") == ["maximální", "chyba", "bm25"]
+
+
+def test_history_is_trimmed_and_answers_lose_markers() -> None:
+    history = tuple(Message("user" if i % 2 == 0 else "assistant", f"m{i} [1] " + "x" * 400)
+                    for i in range(30))
+    kept = trim_history(history)
+    assert len(kept) <= 20
+    assert sum(len(m.content) for m in kept) <= 6000
+    assert kept[-1].content.startswith("m29")  # newest kept, oldest dropped
+    assert all("[1]" not in m.content for m in kept if m.role == "assistant")
+    assert all("[1]" in m.content for m in kept if m.role == "user")
+
+
+def test_prompt_numbers_passages_and_adds_language_line_only_when_sure() -> None:
+    r = Retrieval((Passage("p1", "docs/a.md", "A", "# A", "alpha text", False, 0.1),
+                   Passage("p2", "docs/b.md", "B", "# B", "beta text", False, 0.1)), "v1", "q")
+    msgs = build_messages("Jak funguje vyhledávání?", (), r, "cs")
+    system = msgs[0]["content"]
+    assert "[1] A — # A" in system and "[2] B — # B" in system
+    assert language_line("cs") in system
+    unsure = build_messages("Hm?", (), r, "unknown")[0]["content"]
+    assert language_line("cs") not in unsure and language_line("en") not in unsure
+    assert msgs[-1]["role"] == "user" and msgs[-1]["content"].startswith("Jak funguje")

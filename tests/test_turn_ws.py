@@ -1,0 +1,148 @@
+"""A full turn over the WebSocket through the real web server, Redis, Celery worker and
+PostgreSQL, with the scripted model standing in for an external one (exact output)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from simple_websocket import Client
+
+from corpus_jobs.client import ask, ws_url
+from tests.conftest import Stack, set_script
+from tests.wsutil import app_token, get_ticket, http_json, upgrade_status
+
+
+def frames_of(stack: Stack, message: str, **kwargs: Any) -> list[dict[str, Any]]:
+    frames, _ = ask(stack.base_url, app_token(stack), message, timeout_s=60, **kwargs)
+    return frames
+
+
+def test_full_turn_frames_are_gapless_and_tokens_equal_the_answer(
+        scripted_stack: Stack, scripted_llm: str) -> None:
+    chunks = ["BM25 ranks ", "passages by words [1]", ". Vectors rank meaning [2]."]
+    set_script(scripted_llm, chunks)
+    frames = frames_of(scripted_stack, "How does the search work?")
+    assert frames[0]["type"] == "accepted" and frames[0]["seq"] == 0
+    turn = frames[0]["turn"]
+    assert all(f["turn"] == turn for f in frames)
+    assert [f["seq"] for f in frames] == list(range(len(frames)))
+    done = frames[-1]
+    assert done["type"] == "done"
+    tokens = [f["text"] for f in frames if f["type"] == "token"]
+    assert tokens == chunks
+    assert "".join(tokens) == done["answer"]
+    assert done["checks"]["citations"] == {"valid": True, "cited": [1, 2], "invalid": []}
+    assert len(done["sources"]) == 3
+    assert [s["n"] for s in done["sources"]] == [1, 2, 3]
+    assert {"title", "section", "excerpt", "score"} <= set(done["sources"][0])
+    assert done["index"] and done["usage"]["completion_tokens"] == 3
+    steps = [f["step"] for f in frames if f["type"] == "event"]
+    assert steps[:3] == ["language", "retrieve", "prompt"] and "first_token" in steps
+    assert done["timing"]["first_token_ms"] is not None
+
+
+def test_model_sees_numbered_passages_and_the_question(scripted_stack: Stack,
+                                                        scripted_llm: str) -> None:
+    set_script(scripted_llm, ["ok [1]"])
+    frames_of(scripted_stack, "How does the search work?",
+              history=[{"role": "user", "content": "Hi"},
+                       {"role": "assistant", "content": "Hello [1]."}])
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    body = requests[-1]["body"]
+    assert body["temperature"] == 0 and body["stream"] is True
+    msgs = body["messages"]
+    assert msgs[0]["role"] == "system" and "[1] " in msgs[0]["content"]
+    assert "How does the search work?" in msgs[-1]["content"]
+    assert {"role": "assistant", "content": "Hello."} in msgs, "earlier answers lose [n]"
+    headers = {k.lower(): v for k, v in requests[-1]["headers"].items()}
+    assert headers["authorization"] == "Bearer local-no-key", "no hosted key to a local role"
+
+
+def test_invalid_citation_is_flagged_not_blocked(scripted_stack: Stack,
+                                                 scripted_llm: str) -> None:
+    set_script(scripted_llm, ["A claim [1] and ", "a bad one [7]."])
+    done = frames_of(scripted_stack, "How does the search work?")[-1]
+    assert done["type"] == "done" and done["answer"] == "A claim [1] and a bad one [7]."
+    assert done["checks"]["citations"] == {"valid": False, "cited": [1, 7], "invalid": [7]}
+
+
+def test_model_failure_before_first_token_is_a_clean_refusal(scripted_stack: Stack,
+                                                             scripted_llm: str) -> None:
+    set_script(scripted_llm, ["never sent"], status=500)
+    frames = frames_of(scripted_stack, "How does the search work?")
+    last = frames[-1]
+    assert last["type"] == "error" and last["code"] == 503
+    assert not [f for f in frames if f["type"] == "token"]
+    assert "scripted failure" not in last["message"] and "Error" not in last["message"]
+
+
+def test_bad_frames_get_errors_and_the_socket_stays_usable(scripted_stack: Stack,
+                                                           scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Fine [1]."])
+    base = scripted_stack.base_url
+    ws = Client.connect(ws_url(base, get_ticket(base, app_token(scripted_stack))))
+    try:
+        replies = []
+        for raw in ["not json", "[1, 2]", json.dumps({"type": "dance"}),
+                    json.dumps({"type": "ask", "message": ""}),
+                    json.dumps({"type": "ask", "message": 42}),
+                    json.dumps({"type": "ask", "message": "x" * 4001}),
+                    json.dumps({"type": "ask", "message": "hi", "history": "nope"})]:
+            ws.send(raw)
+            replies.append(json.loads(ws.receive(timeout=10)))
+        assert [r["type"] for r in replies] == ["error"] * 7
+        assert [r["code"] for r in replies] == [422, 422, 422, 422, 422, 413, 422]
+        ws.send(json.dumps({"type": "ask", "message": "How does the search work?"}))
+        while True:
+            frame = json.loads(ws.receive(timeout=30))
+            if frame["type"] in ("done", "error"):
+                break
+        assert frame["type"] == "done" and frame["answer"] == "Fine [1]."
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("case", ["no ticket", "unknown ticket", "reused ticket",
+                                  "foreign origin"])
+def test_refused_before_the_upgrade(scripted_stack: Stack, case: str) -> None:
+    base = scripted_stack.base_url
+    ticket = get_ticket(base, app_token(scripted_stack))
+    headers = {}
+    path = f"/api/v1/assistant/ws?ticket={ticket}"
+    if case == "no ticket":
+        path = "/api/v1/assistant/ws"
+    elif case == "unknown ticket":
+        path = "/api/v1/assistant/ws?ticket=made-up"
+    elif case == "reused ticket":
+        assert upgrade_status(base, path)[0] == 101
+    elif case == "foreign origin":
+        headers = {"Origin": "https://evil.example"}
+    status, body = upgrade_status(base, path, headers)
+    assert status == (403 if case == "foreign origin" else 401)
+    error = json.loads(body)["error"]
+    assert error["code"] == status and "Traceback" not in body.decode()
+
+
+@pytest.mark.parametrize("header, status", [
+    (None, 401), ("Bearer nonsense", 401), ("Basic abc", 401)])
+def test_ticket_endpoint_needs_a_valid_app_token(scripted_stack: Stack, header: str | None,
+                                                 status: int) -> None:
+    headers = {"Authorization": header} if header else {}
+    got, body = http_json("POST", f"{scripted_stack.base_url}/api/v1/assistant/tickets",
+                          headers=headers)
+    assert got == status and body["error"]["message"] == "Please sign in again."
+
+
+def test_ticket_is_single_use_and_short_lived(scripted_stack: Stack) -> None:
+    status, body = http_json("POST", f"{scripted_stack.base_url}/api/v1/assistant/tickets",
+                             headers={"Authorization": f"Bearer {app_token(scripted_stack)}"})
+    assert status == 201 and 0 < body["expires_in"] <= 60 and len(body["ticket"]) >= 32
+
+
+def test_unknown_route_and_bad_method_are_plain_json(scripted_stack: Stack) -> None:
+    status, body = http_json("GET", f"{scripted_stack.base_url}/nope")
+    assert status == 404 and body == {"error": {"code": 404, "message": "Not found."}}
+    status, body = http_json("GET", f"{scripted_stack.base_url}/api/v1/assistant/tickets")
+    assert status == 405
