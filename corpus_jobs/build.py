@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from corpus_jobs.chunker import chunk_markdown, title_of
+from corpus_jobs.loaders import (
+    LoadedPiece,
+    include_target,
+    load_json,
+    load_markdown,
+    load_pdf,
+    load_text,
+)
 from corpus_jobs.manifest import Manifest
 from shared import corpus_store
 from shared.config import Settings
 from shared.models import embed
 
 CHUNK_SIZE = 500
+log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 
 
@@ -54,23 +65,94 @@ class BuildReport:
     seconds: float
 
 
-def collect(manifest: Manifest) -> tuple[list[Passage], str, int]:
+def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str],
+               done: set[str]) -> list[LoadedPiece]:
+    """Load one public file; an include stub yields its target once (or nothing)."""
+    lang = manifest.language_of(rel)
+    suffix = path.suffix.lower()
+    if suffix == ".md":
+        target = include_target(raw)
+        if target is not None:
+            if target in rels or target in done:
+                return []  # the included README is indexed once, as itself
+            target_path = (manifest.root / target).resolve()
+            if not target_path.is_file() or not target_path.is_relative_to(manifest.root):
+                log.warning("%s: include target %s not found", rel, target)
+                return []
+            rel, raw = target, target_path.read_text(encoding="utf-8", errors="replace")
+        done.add(rel)
+        return load_markdown(rel, raw, manifest.root, lang, CHUNK_SIZE)
+    done.add(rel)
+    if suffix == ".json":
+        return load_json(rel, raw, lang, CHUNK_SIZE)
+    if suffix == ".pdf":
+        return load_pdf(path, rel, lang, CHUNK_SIZE)
+    return load_text(rel, raw, lang, CHUNK_SIZE, local=False)
+
+
+def _local_pieces(manifest: Manifest, path: Path) -> list[LoadedPiece]:
+    """Load one local-layer file, marked as a local copy with no URL."""
+    assert manifest.local_dir is not None
+    rel = "local/" + path.relative_to(manifest.local_dir).as_posix()
+    lang = manifest.language
+    if path.suffix.lower() == ".pdf":
+        return load_pdf(path, rel, lang, CHUNK_SIZE)
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix.lower() == ".md":
+        return [dataclasses.replace(p, local=True)
+                for p in load_markdown(rel, raw, manifest.local_dir, lang, CHUNK_SIZE)]
+    return load_text(rel, raw, lang, CHUNK_SIZE, local=True)
+
+
+def index_text(piece: LoadedPiece, caption: str = "") -> str:
+    """What search sees: caption, title > heading path, section lead, then the text."""
+    head = "\n".join(x for x in (caption, f"{piece.title} > {piece.section}", piece.context) if x)
+    return f"{head}\n{piece.text}"
+
+
+def collect(manifest: Manifest, captions: dict[str, str] | None = None
+            ) -> tuple[list[Passage], str, int]:
     """Passages of every manifest file, the corpus content hash, and the document count."""
-    passages: list[Passage] = []
-    digest = hashlib.sha256(f"chunk={CHUNK_SIZE}".encode())
+    pieces, corpus_hash, documents = load_pieces(manifest)
+    return to_passages(pieces, captions or {}), corpus_hash, documents
+
+
+def load_pieces(manifest: Manifest) -> tuple[list[LoadedPiece], str, int]:
+    """Every loaded piece, the corpus content hash and the document count."""
+    digest = hashlib.sha256(f"chunk={CHUNK_SIZE};loaders=3".encode())
     files = manifest.files()
+    rels = {manifest.rel(p) for p in files}
+    done: set[str] = set()
+    pieces: list[LoadedPiece] = []
     for path in files:
-        rel = path.relative_to(manifest.root).as_posix()
-        raw = path.read_text(encoding="utf-8", errors="replace")
-        digest.update(rel.encode() + b"\0" + raw.encode() + b"\0")
-        title = title_of(raw, path.stem)
-        for n, piece in enumerate(chunk_markdown(raw, CHUNK_SIZE)):
-            section = piece.section or f"# {title}"
-            index_text = f"{title} > {section}\n{piece.text}"
-            pid = hashlib.sha1(f"{rel}\0{n}\0{piece.text}".encode()).hexdigest()[:20]
-            passages.append(Passage(pid, rel, title, section, manifest.language, piece.text,
-                                    index_text, False))
-    return passages, digest.hexdigest(), len(files)
+        rel = manifest.rel(path)
+        raw_bytes = path.read_bytes()
+        digest.update(rel.encode() + b"\0" + raw_bytes + b"\0")
+        raw = raw_bytes.decode("utf-8", errors="replace") if path.suffix != ".pdf" else ""
+        pieces.extend(_pieces_of(manifest, path, rel, raw, rels, done))
+    local = manifest.local_files()
+    for path in local:
+        digest.update(b"local\0" + path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        pieces.extend(_local_pieces(manifest, path))
+    return pieces, digest.hexdigest(), len(done) + len(local)
+
+
+def to_passages(pieces: list[LoadedPiece], captions: dict[str, str]) -> list[Passage]:
+    """Passages with stable ids (duplicates dropped) and their index text."""
+    from corpus_jobs.captions import caption_key
+
+    passages: list[Passage] = []
+    seen: set[str] = set()
+    for piece in pieces:
+        pid = hashlib.sha1(
+            f"{piece.source}\0{piece.section}\0{piece.text}".encode()).hexdigest()[:20]
+        if pid in seen:  # the same text under the same heading twice adds nothing
+            continue
+        seen.add(pid)
+        passages.append(Passage(pid, piece.source, piece.title, piece.section, piece.lang,
+                                piece.text, index_text(piece, captions.get(caption_key(piece), "")),
+                                piece.local))
+    return passages
 
 
 def _reader_role(settings: Settings) -> str:
@@ -181,19 +263,30 @@ SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7341)"
 
 
 def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
-                progress: Progress | None = None) -> BuildReport:
+                progress: Progress | None = None,
+                caption_progress: Progress | None = None) -> BuildReport:
     """Build (or skip, when the corpus is unchanged) and swap in a new index."""
     started = time.monotonic()
-    passages, corpus_hash, documents = collect(manifest)
+    pieces, content_hash, documents = load_pieces(manifest)
+    caption_model = settings.captions.model if settings.captions else ""
+    # The version covers the content and everything that changes what gets indexed.
+    corpus_hash = hashlib.sha256("|".join((
+        content_hash, settings.embeddings.model, settings.embedding_prefix_mode,
+        caption_model)).encode()).hexdigest()
     version = corpus_hash[:12]
     reader = _reader_role(settings)
     with corpus_store.connect(settings.corpus_dsn, autocommit=True) as conn:
         ensure_schema(conn, reader)
-        current = conn.execute("SELECT corpus_hash, embedding_model FROM indexes WHERE current"
-                               ).fetchone()
-        if not force and current == (corpus_hash, settings.embeddings.model):
-            return BuildReport(version, True, documents, len(passages), 0,
+        current = conn.execute("SELECT corpus_hash FROM indexes WHERE current").fetchone()
+        if not force and current == (corpus_hash,):
+            return BuildReport(version, True, documents, len(pieces), 0,
                                time.monotonic() - started)
+        captions: dict[str, str] = {}
+        if settings.captions is not None:
+            from corpus_jobs.captions import captions_for
+
+            captions = captions_for(conn, settings.captions, pieces, caption_progress)
+        passages = to_passages(pieces, captions)
         vectors, embedded = _embed_missing(conn, settings, passages, progress)
         _write_staging(conn, settings, passages, vectors, reader)
         seconds = time.monotonic() - started
@@ -201,7 +294,8 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             "version": version, "corpus_hash": corpus_hash, "manifest": manifest.name,
             "embedding_model": settings.embeddings.model, "dim": settings.embedding_dim,
             "settings": json.dumps({"chunk_size": CHUNK_SIZE,
-                                    "prefix_mode": settings.embedding_prefix_mode}),
+                                    "prefix_mode": settings.embedding_prefix_mode,
+                                    "caption_model": caption_model or None}),
             "documents": documents, "passages": len({p.id for p in passages}),
             "embedded": embedded, "seconds": seconds,
         })

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")
+SUBHEADING = re.compile(r"^(#{4,6})\s+(.+?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+")
 
@@ -24,6 +25,7 @@ class Piece:
 
     section: str
     text: str
+    context: str = ""
 
 
 def split_sections(markdown: str) -> list[Section]:
@@ -96,14 +98,73 @@ def _emit(pieces: list[str], current: str, unit: str, size: int, overlap: float)
     return current
 
 
+def split_subsections(text: str) -> list[tuple[str | None, str]]:
+    """A long section's runs under its #### (or deeper) headings: (heading or None, text)."""
+    runs: list[tuple[str | None, list[str]]] = [(None, [])]
+    in_fence = False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            in_fence = not in_fence
+        m = None if in_fence else SUBHEADING.match(line)
+        if m:
+            runs.append((f"{m.group(1)} {m.group(2)}", [line]))
+        else:
+            runs[-1][1].append(line)
+    return [(h, "\n".join(lines).strip()) for h, lines in runs if "\n".join(lines).strip()]
+
+
 def chunk_markdown(markdown: str, size: int = 500) -> list[Piece]:
-    """Sections cut into passage pieces, each keeping its heading path."""
+    """Sections cut into passage pieces, each keeping its heading path.
+
+    A section that fits stays whole. A longer one is cut at its #### headings first (so a
+    piece's path names the sub-heading it sits under), then into ~size-character pieces.
+    """
     pieces: list[Piece] = []
-    for sec in split_sections(markdown):
+    sections = split_sections(markdown)
+    leads = section_leads(sections)
+    for sec in sections:
         section = " > ".join(p for p in sec.path if p)
-        for text in split_long(sec.text, size):
-            pieces.append(Piece(section, text))
+        lead = leads.get(sec.path[:2], "")
+        runs = [(None, sec.text)] if len(sec.text) <= size * 1.2 else split_subsections(sec.text)
+        for heading, run in runs:
+            path = f"{section} > {heading}" if heading and section else (heading or section)
+            for text in split_long(run, size):
+                pieces.append(Piece(path, text, "" if lead and lead in text else lead))
     return pieces
+
+
+def lead_of(text: str, limit: int = 200) -> str:
+    """The first sentence(s) of prose in a text, up to `limit` characters (no code)."""
+    prose = []
+    in_fence = False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence and line.strip() and not line.lstrip().startswith(("|", "#", "!")):
+            prose.append(line.strip())
+    joined = " ".join(prose)
+    if len(joined) <= limit:
+        return joined
+    cut = max(joined.rfind(". ", 0, limit), joined.rfind(" ", 0, limit))
+    return joined[: cut + 1 if cut > 0 else limit].strip()
+
+
+def section_leads(sections: list[Section]) -> dict[tuple[str, ...], str]:
+    """For each ## section (path of length 2), the lead of the first text under it.
+
+    Why: a piece deep in a long section ("### Solution", step 4) no longer says what the
+    section is about ("Five project managers estimate a budget"); the lead puts that back
+    into the indexed text, as a caption would, without a model.
+    """
+    leads: dict[tuple[str, ...], str] = {}
+    for sec in sections:
+        key = sec.path[:2]
+        if len(key) == 2 and key not in leads:
+            lead = lead_of(sec.text)
+            if lead:
+                leads[key] = lead
+    return leads
 
 
 def title_of(markdown: str, fallback: str) -> str:

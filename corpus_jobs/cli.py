@@ -64,10 +64,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_corpus_build(args: argparse.Namespace) -> int:
     """Build the index now, under the same lock as scheduled rebuilds."""
+    import dataclasses
+
     from corpus_jobs.build import locked_build
     from corpus_jobs.manifest import load_manifest
 
     settings = get_settings()
+    if args.dsn:
+        settings = dataclasses.replace(settings, corpus_dsn=args.dsn)
 
     def progress(done: int, total: int) -> None:
         width = 30
@@ -100,6 +104,56 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if status == 200 else 1
 
 
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    """Score retrieval on a question file; optionally compare two settings by bootstrap."""
+    import dataclasses
+
+    from shared import corpus_store
+    from worker import evaluation
+
+    settings = get_settings()
+    questions = evaluation.load_questions(args.questions)
+
+    def run(spec: str) -> dict:
+        config, extra = evaluation.load_config(spec)
+        dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
+        s = dataclasses.replace(settings, corpus_read_dsn=dsn)
+        report = evaluation.run_eval(
+            s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True))
+        report["name"] = spec
+        return report
+
+    def show(r: dict) -> None:
+        o = r["overall"]
+        print(f"{r['name']:>16}  all  hit@1 {o['hit@1']:.2f}  hit@3 {o['hit@3']:.2f}  "
+              f"hit@5 {o['hit@5']:.2f}  MRR {o['mrr']:.2f}  (n={o['n']}, index "
+              f"{r['index_version']})")
+        for lang, m in r["by_language"].items():
+            print(f"{'':>16}  {lang:<4} hit@1 {m['hit@1']:.2f}  hit@3 {m['hit@3']:.2f}  "
+                  f"hit@5 {m['hit@5']:.2f}  MRR {m['mrr']:.2f}  (n={m['n']})")
+
+    out: dict = {"questions_file": str(args.questions)}
+    a = run(args.settings)
+    show(a)
+    out["a"] = a
+    if args.compare:
+        b = run(args.compare)
+        show(b)
+        out["b"] = b
+        out["comparison"] = cmp = evaluation.compare(a, b)
+        for metric in ("hit@3", "mrr"):
+            c = cmp[metric]
+            verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
+            print(f"{args.compare} - {args.settings} {metric}: {c['mean_diff']:+.3f}  "
+                  f"90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
+                  f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
+                                  encoding="utf-8")
+        print(f"report: {args.out}")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Start every process in the foreground (make run)."""
     from corpus_jobs.run import Plan, run_forever
@@ -130,7 +184,17 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--manifest", default=None)
     b.add_argument("--force", action="store_true")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--dsn", default=None, help="owner DSN (default ASSISTANT_CORPUS_DSN)")
     b.set_defaults(func=cmd_corpus_build)
+    e = sub.add_parser("eval", help="evaluation")
+    esub = e.add_subparsers(dest="eval_command", required=True)
+    er = esub.add_parser("retrieval", help="hit@1/3/5 and MRR on a question file")
+    er.add_argument("--questions", required=True)
+    er.add_argument("--settings", default="hybrid", help="preset name or TOML file")
+    er.add_argument("--compare", default=None, help="second settings, compared by bootstrap")
+    er.add_argument("--dsn", default=None, help="read DSN of the index to evaluate")
+    er.add_argument("--out", default=None, help="write the JSON report here")
+    er.set_defaults(func=cmd_eval_retrieval)
     s = sub.add_parser("status", help="component health")
     s.add_argument("--url", default=DEFAULT_URL)
     s.set_defaults(func=cmd_status)

@@ -1,17 +1,20 @@
-"""Corpus manifests: which files form the index, where they live, and their language."""
+"""Corpus manifests: public globs, exclusions, the local-layer folder and per-source language."""
 
 from __future__ import annotations
 
+import fnmatch
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import ConfigError
 
+LOCAL_SUFFIXES = (".pdf", ".txt", ".md")
+
 
 @dataclass(frozen=True)
 class Manifest:
-    """A parsed manifest; `root` is absolute."""
+    """A parsed manifest; `root` and `local_dir` are absolute."""
 
     name: str
     path: Path
@@ -19,14 +22,38 @@ class Manifest:
     include: tuple[str, ...]
     exclude: tuple[str, ...]
     language: str
+    languages: tuple[tuple[str, str], ...] = ()
+    local_dir: Path | None = None
 
     def files(self) -> list[Path]:
-        """Every included, non-excluded file, sorted by relative path."""
+        """Every included, non-excluded public file, sorted by relative path."""
         found: set[Path] = set()
         for pattern in self.include:
             found.update(p for p in self.root.glob(pattern) if p.is_file())
-        excluded = {p for pattern in self.exclude for p in self.root.glob(pattern)}
-        return sorted(found - excluded, key=lambda p: p.relative_to(self.root).as_posix())
+        kept = [p for p in found if not self.excluded(self.rel(p))]
+        return sorted(kept, key=self.rel)
+
+    def local_files(self) -> list[Path]:
+        """Files of the local layer (published works not in git), if configured."""
+        if self.local_dir is None or not self.local_dir.is_dir():
+            return []
+        return sorted(p for p in self.local_dir.rglob("*")
+                      if p.is_file() and p.suffix.lower() in LOCAL_SUFFIXES)
+
+    def rel(self, path: Path) -> str:
+        """A public file's path relative to the corpus root, with forward slashes."""
+        return path.relative_to(self.root).as_posix()
+
+    def excluded(self, rel: str) -> bool:
+        """True when a relative path matches an exclude glob."""
+        return any(fnmatch.fnmatch(rel, pattern) for pattern in self.exclude)
+
+    def language_of(self, rel: str) -> str:
+        """The language of a source: the first matching per-glob rule, else the default."""
+        for pattern, lang in self.languages:
+            if fnmatch.fnmatch(rel, pattern):
+                return lang
+        return self.language
 
 
 def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
@@ -41,6 +68,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
     root = (p.parent / data.get("root", ".")).resolve()
     if not root.is_dir():
         raise ConfigError(f"corpus root {root} does not exist")
+    local = data.get("local_dir")
     return Manifest(
         name=str(data.get("name", p.stem)),
         path=p,
@@ -48,4 +76,6 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
         include=tuple(data.get("include", ["**/*.md"])),
         exclude=tuple(data.get("exclude", [])),
         language=str(data.get("language", "en")),
+        languages=tuple((str(r["glob"]), str(r["lang"])) for r in data.get("languages", [])),
+        local_dir=(p.parent / local).resolve() if local else None,
     )

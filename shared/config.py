@@ -60,6 +60,9 @@ class Settings:
     show_sources: bool = True
     top_k: int = 3
     candidates: int = 20
+    retrieval_mode: str = "hybrid"
+    per_language_pools: bool = False
+    lemmatize: bool = False
     max_message_chars: int = 4000
     max_output_tokens: int = 800
     ticket_ttl_s: int = 30
@@ -155,6 +158,10 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
         show_sources=_bool(env.get("ASSISTANT_SHOW_SOURCES", "true"), "ASSISTANT_SHOW_SOURCES"),
         top_k=int(num("TOP_K", d.top_k)),
+        retrieval_mode=env.get("ASSISTANT_RETRIEVAL_MODE", d.retrieval_mode),
+        per_language_pools=_bool(env.get("ASSISTANT_PER_LANGUAGE_POOLS", "false"),
+                                 "ASSISTANT_PER_LANGUAGE_POOLS"),
+        lemmatize=_bool(env.get("ASSISTANT_LEMMATIZE", "false"), "ASSISTANT_LEMMATIZE"),
         candidates=int(num("CANDIDATES", d.candidates)),
         max_message_chars=int(num("MAX_MESSAGE_CHARS", d.max_message_chars)),
         max_output_tokens=int(num("MAX_OUTPUT_TOKENS", d.max_output_tokens)),
@@ -171,6 +178,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
 
 def validate(settings: Settings) -> None:
     """Refuse unsafe combinations; the deployed profile must be fully hosted and keyed."""
+    if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):
+        raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
     if settings.top_k > settings.candidates:
         raise ConfigError("ASSISTANT_TOP_K may not exceed ASSISTANT_CANDIDATES")
     if settings.profile != "deployed":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
@@ -96,14 +97,14 @@ def all_passages(conn: psycopg.Connection) -> list[StoredPassage]:
     return [StoredPassage(*r) for r in rows]
 
 
-def dense_search(conn: psycopg.Connection, vector: list[float], k: int) -> list[tuple[str, float]]:
-    """Nearest passages by cosine distance: (passage id, cosine similarity), best first."""
-    import numpy as np
-
+def dense_search(conn: psycopg.Connection, vector: list[float], k: int,
+                 lang: str | None = None) -> list[tuple[str, float]]:
+    """Nearest passages by cosine distance (optionally of one language): (id, similarity)."""
     vec = np.asarray(vector, dtype=np.float32)
+    where = "WHERE lang = %(lang)s " if lang else ""
     rows = conn.execute(
-        f"SELECT id, 1 - (embedding <=> %s) AS sim FROM {LIVE_TABLE} "
-        "ORDER BY embedding <=> %s LIMIT %s",
-        (vec, vec, k),
+        f"SELECT id, 1 - (embedding <=> %(v)s) AS sim FROM {LIVE_TABLE} {where}"
+        "ORDER BY embedding <=> %(v)s LIMIT %(k)s",
+        {"v": vec, "k": k, "lang": lang},
     ).fetchall()
     return [(r[0], float(r[1])) for r in rows]

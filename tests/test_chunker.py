@@ -67,3 +67,15 @@ def test_giant_sentence_without_boundaries_is_still_cut() -> None:
     pieces = split_long(text.strip(), 500)
     assert len(pieces) >= 3
     assert all(len(p) <= 800 for p in pieces)
+
+
+def test_long_section_is_cut_at_level_four_headings_first() -> None:
+    body = "Intro of step two. " * 10
+    sub = "Text of the sub step that is long enough. " * 8
+    doc = f"# M\n\n### Step 2\n\n{body}\n\n#### Step 2.1\n\n{sub}\n\n#### Step 2.3\n\n{sub}\n"
+    pieces = chunk_markdown(doc)
+    paths = [p.section for p in pieces]
+    assert paths[0] == "# M > ### Step 2"
+    assert "# M > ### Step 2 > #### Step 2.1" in paths
+    assert paths[-1] == "# M > ### Step 2 > #### Step 2.3"
+    assert pieces[-1].text.startswith("#### Step 2.3")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import psycopg
@@ -17,12 +19,50 @@ from shared.models import embed
 from worker.pipeline.types import Passage, Retrieval
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
-RRF_K = 60
+MODES = ("hybrid", "dense", "bm25")
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens for BM25."""
-    return TOKEN.findall(text.lower())
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """The knobs of retrieval; the evaluation compares two of these."""
+
+    mode: str = "hybrid"
+    rrf_k: int = 60
+    candidates: int = 20
+    top_k: int = 3
+    bm25_original: bool = True
+    fold_diacritics: bool = False
+    lemmatize: bool = False
+    per_language_pools: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetrievalConfig:
+        """The service's configuration."""
+        return cls(mode=settings.retrieval_mode, candidates=settings.candidates,
+                   top_k=settings.top_k, per_language_pools=settings.per_language_pools,
+                   lemmatize=settings.lemmatize)
+
+
+def fold(text: str) -> str:
+    """Remove diacritics (č -> c), for the fold_diacritics variant."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if not unicodedata.combining(c))
+
+
+@lru_cache(maxsize=200_000)
+def lemma(token: str) -> str:
+    """The Czech (else English) dictionary form of a token (simplemma, offline data)."""
+    import simplemma
+
+    return str(simplemma.lemmatize(token, lang=("cs", "en"))).lower()
+
+
+def tokenize(text: str, folded: bool = False, lemmas: bool = False) -> list[str]:
+    """Lower-cased word tokens for BM25 (optionally lemmatized, then optionally folded)."""
+    tokens = TOKEN.findall(text.lower())
+    if lemmas:
+        tokens = [lemma(t) for t in tokens]
+    return [fold(t) for t in tokens] if folded else tokens
 
 
 @dataclass(frozen=True)
@@ -30,40 +70,52 @@ class LexicalIndex:
     """BM25 over one index version's passages; built once per version per process."""
 
     version: str
+    folded: bool
+    lemmas: bool
     passages: tuple[StoredPassage, ...]
     bm25: BM25Okapi
+    langs: np.ndarray
+    by_id: dict[str, StoredPassage]
 
-    def top(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Best k passage ids for the query by BM25, with their scores."""
-        tokens = tokenize(query)
+    def top(self, query: str, k: int, lang: str | None = None) -> list[tuple[str, float]]:
+        """Best k passage ids for the query by BM25 (optionally one language), with scores."""
+        tokens = tokenize(query, self.folded, self.lemmas)
         if not tokens:
             return []
         scores = self.bm25.get_scores(tokens)
+        if lang is not None:
+            scores = np.where(self.langs == lang, scores, -np.inf)
         k = min(k, len(scores))
         best = np.argpartition(-scores, k - 1)[:k]
         ranked = sorted(best, key=lambda i: (-scores[i], i))
         return [(self.passages[i].id, float(scores[i])) for i in ranked if scores[i] > 0]
 
 
-_lexical: LexicalIndex | None = None
+_lexical: dict[tuple[bool, bool], LexicalIndex] = {}
 _lexical_lock = threading.Lock()
 
 
-def lexical_index(conn: psycopg.Connection, version: str) -> LexicalIndex:
+def lexical_index(conn: psycopg.Connection, version: str, folded: bool = False,
+                  lemmas: bool = False) -> LexicalIndex:
     """The cached BM25 model for `version`, rebuilt once when a new index is swapped in."""
-    global _lexical
-    current = _lexical
+    key = (folded, lemmas)
+    current = _lexical.get(key)
     if current is not None and current.version == version:
         return current
     with _lexical_lock:
-        if _lexical is None or _lexical.version != version:
+        current = _lexical.get(key)
+        if current is None or current.version != version:
             passages = tuple(corpus_store.all_passages(conn))
-            bm25 = BM25Okapi([tokenize(p.index_text) for p in passages] or [[""]])
-            _lexical = LexicalIndex(version, passages, bm25)
-        return _lexical
+            corpus = [tokenize(p.index_text, folded, lemmas) for p in passages]
+            bm25 = BM25Okapi(corpus or [[""]])
+            langs = np.array([p.lang for p in passages])
+            current = LexicalIndex(version, folded, lemmas, passages, bm25, langs,
+                                   {p.id: p for p in passages})
+            _lexical[key] = current
+        return current
 
 
-def fuse(rankings: list[list[tuple[str, float]]], k: int = RRF_K) -> list[tuple[str, float]]:
+def fuse(rankings: list[list[tuple[str, float]]], k: int = 60) -> list[tuple[str, float]]:
     """Reciprocal rank fusion: sum of 1/(k + rank) over the rankings, best first."""
     scores: dict[str, float] = {}
     for ranking in rankings:
@@ -72,19 +124,36 @@ def fuse(rankings: list[list[tuple[str, float]]], k: int = RRF_K) -> list[tuple[
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def retrieve(conn: psycopg.Connection, settings: Settings, query: str,
-             original: str | None = None) -> Retrieval:
-    """The top_k passages for a (search-language) query; BM25 also runs on the original."""
+def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, query: str,
+         original: str | None = None, limit: int | None = None
+         ) -> tuple[str, list[tuple[str, float]], LexicalIndex]:
+    """(index version, ranked (passage id, score), lexical index) for a query."""
     info = corpus_store.current_index(conn)
-    lexical = lexical_index(conn, info.version)
-    vector = embed(settings.embeddings, [query], "query", settings.embedding_prefix_mode)[0]
-    dense = corpus_store.dense_search(conn, vector, settings.candidates)
-    rankings = [dense, lexical.top(query, settings.candidates)]
-    if original and original != query:
-        rankings.append(lexical.top(original, settings.candidates))
-    fused = fuse(rankings)[: settings.top_k]
-    by_id = {p.id: p for p in lexical.passages}
+    lexical = lexical_index(conn, info.version, config.fold_diacritics, config.lemmatize)
+    pools: list[str | None] = ["en", "cs"] if config.per_language_pools else [None]
+    rankings: list[list[tuple[str, float]]] = []
+    if config.mode in ("hybrid", "dense"):
+        vector = embed(settings.embeddings, [query], "query", settings.embedding_prefix_mode)[0]
+        for lang in pools:
+            rankings.append(corpus_store.dense_search(conn, vector, config.candidates, lang))
+    if config.mode in ("hybrid", "bm25"):
+        for lang in pools:
+            rankings.append(lexical.top(query, config.candidates, lang))
+            if config.bm25_original and original and original != query:
+                rankings.append(lexical.top(original, config.candidates, lang))
+    if config.mode not in MODES:
+        raise ValueError(f"unknown retrieval mode {config.mode!r}")
+    ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k)
+    return info.version, ranked[: limit or config.top_k], lexical
+
+
+def retrieve(conn: psycopg.Connection, settings: Settings, query: str,
+             original: str | None = None, config: RetrievalConfig | None = None) -> Retrieval:
+    """The top_k passages for a (search-language) query; BM25 also runs on the original."""
+    config = config or RetrievalConfig.from_settings(settings)
+    version, ranked, lexical = rank(conn, settings, config, query, original)
+    by_id = lexical.by_id
     passages = tuple(
         Passage(p.id, p.source, p.title, p.section, p.text, p.local, round(score, 5))
-        for pid, score in fused if (p := by_id.get(pid)) is not None)
-    return Retrieval(passages, info.version, query)
+        for pid, score in ranked if (p := by_id.get(pid)) is not None)
+    return Retrieval(passages, version, query)

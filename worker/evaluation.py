@@ -1,0 +1,213 @@
+"""Retrieval evaluation (B-35): hit@1/3/5 and MRR per language, paired bootstrap comparison."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import random
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from shared.config import Settings
+from shared.corpus_store import StoredPassage
+from worker.pipeline.language import detect_language
+from worker.pipeline.retrieve import RetrievalConfig, rank
+
+MRR_DEPTH = 10
+PRESETS: dict[str, RetrievalConfig] = {
+    "hybrid": RetrievalConfig(),
+    "dense": RetrievalConfig(mode="dense"),
+    "bm25": RetrievalConfig(mode="bm25"),
+    "hybrid-pools": RetrievalConfig(per_language_pools=True),
+    "hybrid-fold": RetrievalConfig(fold_diacritics=True),
+    "hybrid-lemma": RetrievalConfig(lemmatize=True),
+    "bm25-lemma": RetrievalConfig(mode="bm25", lemmatize=True),
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One evaluation question (the format of ../shared/eval/dev.jsonl)."""
+
+    id: str
+    language: str
+    question: str
+    expected_source: str | None
+    expected_location: str | None
+    also_in: tuple[tuple[str, str], ...]
+
+    @property
+    def targets(self) -> list[tuple[str, str]]:
+        """Every (source, location) that counts as a hit."""
+        main = [(self.expected_source, self.expected_location or "")] \
+            if self.expected_source else []
+        return main + list(self.also_in)
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Questions from a JSON-lines file."""
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            out.append(Question(
+                id=str(d["id"]), language=str(d.get("language", "unknown")),
+                question=str(d["question"]), expected_source=d.get("expected_source"),
+                expected_location=d.get("expected_location"),
+                also_in=tuple((str(a["source"]), str(a.get("location", "")))
+                              for a in d.get("also_in") or ())))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{n}: not a valid question ({exc})") from None
+    return out
+
+
+def _key_within(inner: str, outer: str) -> bool:
+    """True when key path `inner` lies inside `outer` (a.b.c within a.b, items[0] in items)."""
+    return inner == outer or inner.startswith(outer + ".") or inner.startswith(outer + "[")
+
+
+def location_matches(p: StoredPassage, source: str, location: str) -> bool:
+    """Whether a passage is the expected location of `source`.
+
+    Markdown: the heading path ends with the location, or lies inside that section.
+    JSON: the key paths match (globs allowed), the passage lies inside the expected key, or
+    it groups the expected key's own line.
+    """
+    if p.source != source:
+        return False
+    if not location:
+        return True
+    if source.endswith(".json"):
+        section = p.section
+        if "*" in location or "?" in location:
+            return fnmatch.fnmatch(section, location) or _key_within(
+                section, location.split("*")[0].rstrip("."))
+        if _key_within(section, location):
+            return True
+        if _key_within(location, section):
+            rest = location[len(section):].lstrip(".")
+            return any(line.startswith(rest + ":") or line.startswith(rest + ".")
+                       or line.startswith(rest + "[") for line in p.text.splitlines())
+        return False
+    parts = [s.strip() for s in p.section.split(" > ")]
+    want = [s.strip() for s in location.split(" > ")]
+    return parts[-len(want):] == want or parts[:len(want)] == want
+
+
+def first_hit(ranked: Sequence[StoredPassage], q: Question) -> int | None:
+    """1-based rank of the first passage matching any target, else None."""
+    for i, p in enumerate(ranked, start=1):
+        if any(location_matches(p, s, loc) for s, loc in q.targets):
+            return i
+    return None
+
+
+def metrics(ranks: Sequence[int | None]) -> dict[str, float | int]:
+    """hit@1/3/5 and MRR@10 of a list of first-hit ranks."""
+    n = len(ranks)
+    if n == 0:
+        return {"n": 0}
+    out: dict[str, float | int] = {"n": n}
+    for k in (1, 3, 5):
+        out[f"hit@{k}"] = round(sum(1 for r in ranks if r is not None and r <= k) / n, 4)
+    out["mrr"] = round(sum(1 / r for r in ranks if r is not None and r <= MRR_DEPTH) / n, 4)
+    return out
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = 10_000,
+                     seed: int = 20261130) -> dict[str, Any]:
+    """Mean of b - a over questions with 90% and 95% percentile intervals (paired resampling)."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired samples must be non-empty and of equal length")
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+
+    def pct(q: float) -> float:
+        return round(means[min(resamples - 1, max(0, int(q * resamples)))], 4)
+
+    ci90, ci95 = (pct(0.05), pct(0.95)), (pct(0.025), pct(0.975))
+    return {"mean_diff": round(sum(diffs) / n, 4), "ci90": ci90, "ci95": ci95,
+            "excludes_zero_90": ci90[0] > 0 or ci90[1] < 0,
+            "excludes_zero_95": ci95[0] > 0 or ci95[1] < 0}
+
+
+def load_config(spec: str) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """A preset name, or a TOML file of RetrievalConfig fields (+ optional corpus_read_dsn)."""
+    if spec in PRESETS:
+        return PRESETS[spec], {}
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"unknown settings {spec!r}: a preset ({', '.join(PRESETS)}) "
+                         "or a TOML file")
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    extra = {k: data.pop(k) for k in ("corpus_read_dsn",) if k in data}
+    names = {f.name for f in dataclasses.fields(RetrievalConfig)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"{spec}: unknown retrieval settings {sorted(unknown)}")
+    return RetrievalConfig(**data), extra
+
+
+Searcher = Callable[[str], tuple[str, str]]
+
+
+def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Question],
+             connect: Callable[[], psycopg.Connection],
+             translate: Searcher | None = None) -> dict[str, Any]:
+    """Rank every answerable question; per-question ranks and metrics overall/per language."""
+    per_question: list[dict[str, Any]] = []
+    version = ""
+    started = time.monotonic()
+    with connect() as conn:
+        for q in questions:
+            if not q.expected_source:
+                continue
+            query = q.question
+            if translate is not None and detect_language(q.question) == "cs":
+                query, _ = translate(q.question)
+            version, ranked, lexical = rank(conn, settings, dataclasses.replace(
+                config, candidates=max(config.candidates, MRR_DEPTH)), query, q.question,
+                limit=MRR_DEPTH)
+            passages = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
+            r = first_hit(passages, q)
+            per_question.append({"id": q.id, "language": q.language, "rank": r,
+                                 "top": [f"{p.source} | {p.section}" for p in passages[:5]]})
+    langs = sorted({x["language"] for x in per_question})
+    return {
+        "index_version": version,
+        "embedding_model": settings.embeddings.model,
+        "settings": dataclasses.asdict(config),
+        "seconds": round(time.monotonic() - started, 2),
+        "overall": metrics([x["rank"] for x in per_question]),
+        "by_language": {lang: metrics([x["rank"] for x in per_question
+                                       if x["language"] == lang]) for lang in langs},
+        "questions": per_question,
+    }
+
+
+def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Paired bootstrap of B - A on hit@3 and reciprocal rank, over the same questions."""
+    ra = {x["id"]: x["rank"] for x in a["questions"]}
+    rb = {x["id"]: x["rank"] for x in b["questions"]}
+    ids = sorted(set(ra) & set(rb))
+
+    def hit3(r: int | None) -> float:
+        return 1.0 if r is not None and r <= 3 else 0.0
+
+    def rr(r: int | None) -> float:
+        return 1.0 / r if r is not None and r <= MRR_DEPTH else 0.0
+
+    return {"questions": len(ids),
+            "hit@3": paired_bootstrap([hit3(ra[i]) for i in ids], [hit3(rb[i]) for i in ids]),
+            "mrr": paired_bootstrap([rr(ra[i]) for i in ids], [rr(rb[i]) for i in ids])}

@@ -1,0 +1,418 @@
+"""Number check (B-25): every number in an answer must be grounded. Pure: no I/O, no model call.
+
+A number in the answer is grounded when it appears in the grounding texts (passages, project
+data, the user's own messages) or is one of the pinned constants, either exactly or as that
+value rounded or truncated to the decimals the answer wrote (data 14.19 grounds 14.2, 14.1
+and 14; data 2.2 grounds 2.20). A percentage also matches its fraction ("20 %" ~ 0.20).
+
+What counts as a number in the answer:
+* digits with a decimal point or a decimal comma ("14.19", "14,19", ".5");
+* thousands separators: "1,000,000", "1.000.000", "1 000" (normal, no-break, narrow or thin
+  space; the first group 1-3 digits and every later group exactly 3 digits);
+* one separator before exactly three digits is ambiguous: "1,000" reads first as 1000 (English
+  thousands), "10.000" first as 10.0 (decimal point; Czech 10 000 only when unambiguous, as in
+  "10.000.000" or "10.000,5"). The other reading still counts as grounded if the grounding
+  has it, since a check must not decide which language the writer meant;
+* digits joined by commas into three or more groups that are not thousands ("6,8,11") are a
+  list of separate numbers; two groups ("6,8") are a decimal comma;
+* percentages ("20%", "20 %", "20 percent", "20 procent"); a range end before a percentage is a
+  percentage too ("10-20 %");
+* a leading "-" or U+2212 minus after a space or an opening bracket; in "10-20" and "10–20"
+  the dash is a range and both ends are checked;
+* words: English zero, two..ninety-nine, hundred; Czech nula, dva..devadesát devět with their
+  common case forms, compounds like "dvaadvacet", and sto. "one"/"jeden"/"jedna" are skipped:
+  they are mostly pronouns or articles.
+
+What is not a number to check: dates ("2024-05-01", "1. 5. 2024", "May 2024", "5 May 2024",
+"1. května 2024", "01/05/2024") and times ("14:30"); bare years 1900-2099 written as four plain
+digits (a year is a date; the cost is that "2000 experts" goes unchecked, so write 2 000);
+list numbering at a line start ("1. ", "2) ", "### 3. "); ordinals ("3rd", Czech "3. expert");
+version strings ("v1.2.3", "1.2.3", "Python 3.11"; a bare "3.11" is a number); section
+references ("section 6", "§ 3"); names glued to a letter ("COVID-19", "BM25", "E_1", "#3");
+standards ("ISO 8601", "RFC 7519"); file names and URLs; citation markers [n]. A fuzzy triple
+"[6, 8, 11]" is not a citation: its numbers are checked.
+
+Pinned constants: 2 and 3 (the formulas' divisors), 20 and 40 (the agreement thresholds, in
+percent) and 100 (percent of the whole, the 0-100 scale).
+
+Quantity binding (kept small): when the grounding states how many experts there are
+("22 experts", "M = 22", "num_experts: 22", "tři experti"), a count of experts in the answer
+("13 experts", "třináct expertů") must be one of those counts, not merely some number nearby.
+
+Grounding is read generously: every digit run, every date part, list and version number, and
+"one"/"jeden" count there, as do a negative's absolute value and a percentage's fraction.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+
+PINNED: frozenset[float] = frozenset({2.0, 3.0, 20.0, 40.0, 100.0})
+TOLERANCE = 1e-9
+
+Reading = tuple[float, int]  # a value and the number of decimals it was written with
+
+
+@dataclass(frozen=True)
+class NumberMention:
+    """One number in the answer and whether the grounding confirms it."""
+
+    text: str
+    value: float
+    start: int
+    grounded: bool
+
+
+@dataclass(frozen=True)
+class NumberCheck:
+    """The numbers of one answer, in order of appearance."""
+
+    mentions: tuple[NumberMention, ...]
+
+    @property
+    def valid(self) -> bool:
+        """True when every mention is grounded."""
+        return all(m.grounded for m in self.mentions)
+
+    @property
+    def unconfirmed(self) -> tuple[str, ...]:
+        """Texts of the mentions the grounding does not confirm."""
+        return tuple(m.text for m in self.mentions if not m.grounded)
+
+
+@dataclass(frozen=True)
+class _Token:
+    text: str  # as written, with sign and percent suffix
+    start: int  # where the sign or first digit is
+    end: int  # end of the digits, before any percent suffix
+    readings: tuple[Reading, ...]  # primary reading first, then other readings of separators
+    percent: bool = False
+    word: bool = False
+    plain: bool = False  # unsigned ASCII digits only, as years and ordinals are written
+
+    @property
+    def value(self) -> float:
+        return self.readings[0][0]
+
+    @property
+    def stop(self) -> int:
+        return self.start + len(self.text)
+
+
+# --- digits ---------------------------------------------------------------------------------
+
+_SPACE = "[ \u00a0\u202f\u2009]"
+# A run of digits with the separators inside it; a space joins only a following 3-digit group.
+_BLOB = re.compile(rf"(?:(?<![\w.,])\.)?[0-9](?:[0-9]|[.,](?=[0-9])|{_SPACE}(?=[0-9]{{3}}(?![0-9])))*")
+_SPACE_GROUPED = re.compile(rf"[1-9][0-9]{{0,2}}(?:{_SPACE}[0-9]{{3}})+(?:[.,][0-9]+)?")
+_GROUPED_EN = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+_GROUPED_CS = re.compile(r"[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?")
+_PERCENT = re.compile(rf"{_SPACE}?(?:%|per\s?cent\w*|procent\w*)", re.I)
+_MINUS = "-\u2212"
+_SIGN_AFTER = "([{=:;,/<>≈~|*"  # a minus after these (or a space) is a sign, not a range dash
+_RANGE_JOIN = re.compile(r"\s*[-–—]\s*|\s+(?:to|až)\s+", re.I)
+
+_Raw = tuple[int, str, tuple[Reading, ...]]  # offset in the blob, text, readings
+
+
+def _reading(digits: str, mark: str) -> Reading:
+    int_part, _, frac = digits.partition(mark)
+    return float(f"{int_part or '0'}.{frac or '0'}"), len(frac)
+
+
+def _one_mark(s: str) -> tuple[Reading, ...]:
+    # One separator: a decimal mark, unless three digits follow it (then also a thousands one).
+    mark = "," if "," in s else "."
+    int_part, _, frac = s.partition(mark)
+    decimal = _reading(s, mark)
+    if len(frac) != 3 or not re.fullmatch(r"[1-9][0-9]{0,2}", int_part):
+        return (decimal,)
+    grouped = (float(int_part + frac), 0)
+    return (grouped, decimal) if mark == "," else (decimal, grouped)
+
+
+def _parse_plain(s: str) -> list[_Raw]:
+    if s.isdigit():
+        return [(0, s, ((float(s), 0),))]
+    if s.count(",") + s.count(".") == 1:
+        return [(0, s, _one_mark(s))]
+    if _GROUPED_EN.fullmatch(s):
+        return [(0, s, (_reading(s.replace(",", ""), "."),))]
+    if _GROUPED_CS.fullmatch(s):
+        return [(0, s, (_reading(s.replace(".", ""), ","),))]
+    if "," in s:  # "6,8,11" or "5.5,8.5,13": a list written without spaces
+        out: list[_Raw] = []
+        for piece in re.finditer(r"[^,]+", s):
+            out += [(piece.start() + o, t, r) for o, t, r in _parse_plain(piece.group())]
+        return out
+    return []  # "1.2.3": a version, section or date, not a quantity
+
+
+def _parse_blob(blob: str) -> list[_Raw]:
+    if _SPACE_GROUPED.fullmatch(blob):
+        digits = re.sub(_SPACE, "", blob)
+        return [(0, blob, (_reading(digits, "," if "," in digits else "."),))]
+    out: list[_Raw] = []
+    for piece in re.finditer(rf"[^{_SPACE[1:-1]}]+", blob):  # spaces that do not group split
+        out += [(piece.start() + o, t, r) for o, t, r in _parse_plain(piece.group())]
+    return out
+
+
+def _has_sign(text: str, start: int) -> bool:
+    if start == 0 or text[start - 1] not in _MINUS:
+        return False
+    return start == 1 or text[start - 2].isspace() or text[start - 2] in _SIGN_AFTER
+
+
+def _finish(text: str, start: int, end: int, readings: tuple[Reading, ...], *,
+            word: bool = False) -> _Token:
+    """Attach a leading minus and a trailing percent suffix to the digits at start:end."""
+    plain = not word and text[start:end].isdigit()
+    if not word and _has_sign(text, start):
+        start, plain = start - 1, False
+        readings = tuple((-v, d) for v, d in readings)
+    pct = _PERCENT.match(text, end)
+    stop = pct.end() if pct else end
+    return _Token(text[start:stop], start, end, readings, bool(pct), word, plain)
+
+
+def _digit_tokens(text: str) -> Iterator[_Token]:
+    for m in _BLOB.finditer(text):
+        for offset, raw, readings in _parse_blob(m.group()):
+            start = m.start() + offset
+            yield _finish(text, start, start + len(raw), readings)
+
+
+# --- words ----------------------------------------------------------------------------------
+
+_EN_TENS = {w: 10 * i for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_EN_UNITS = {w: i for i, w in enumerate(
+    "one two three four five six seven eight nine".split(), start=1)}
+_EN_SMALL = {**_EN_UNITS, "zero": 0, "hundred": 100, **{w: i for i, w in enumerate(
+    "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split(),
+    start=10)}}
+
+_CS_TENS = {w: 10 * i for i, w in enumerate(
+    "dvacet třicet čtyřicet padesát šedesát sedmdesát osmdesát devadesát".split(), start=2)}
+_CS_UNITS = {"jedna": 1, "jeden": 1, "jedno": 1, "dva": 2, "dvě": 2, "tři": 3, "čtyři": 4,
+             "pět": 5, "šest": 6, "sedm": 7, "osm": 8, "devět": 9}
+_CS_TEENS = {w: i for i, w in enumerate(
+    "deset jedenáct dvanáct třináct čtrnáct patnáct šestnáct sedmnáct osmnáct devatenáct"
+    .split(), start=10)}
+_CS_SMALL = {
+    **_CS_UNITS, **_CS_TEENS, **{w + "i": v for w, v in _CS_TEENS.items() if w != "deset"},
+    "nula": 0, "nuly": 0, "jednoho": 1, "jedné": 1, "dvou": 2, "dvěma": 2, "tří": 3,
+    "třem": 3, "třech": 3, "třemi": 3, "čtyř": 4, "čtyřem": 4, "čtyřech": 4, "čtyřmi": 4,
+    "pěti": 5, "šesti": 6, "sedmi": 7, "osmi": 8, "devíti": 9, "deseti": 10, "sto": 100,
+}
+
+
+def _alt(words: Iterable[str]) -> str:
+    return "|".join(sorted(words, key=len, reverse=True))
+
+
+_EN_WORD = re.compile(
+    rf"\b(?:(?P<tens>{_alt(_EN_TENS)})(?:[-\s](?P<unit>{_alt(_EN_UNITS)})\b)?"
+    rf"|(?P<small>{_alt(_EN_SMALL)}))\b", re.I)
+_CS_WORD = re.compile(
+    rf"\b(?:(?P<cunit>{_alt(_CS_UNITS)})a(?P<ctens>{_alt(_CS_TENS)})i?"  # dvaadvacet
+    rf"|(?P<tens>{_alt(_CS_TENS)})i?(?:\s+(?P<unit>{_alt(_CS_UNITS)})\b)?"  # dvacet dva
+    rf"|(?P<small>{_alt(_CS_SMALL)}))\b", re.I)
+
+
+def _word_value(m: re.Match[str], tens: dict[str, int], units: dict[str, int],
+                small: dict[str, int]) -> int:
+    g = {k: (v or "").lower() for k, v in m.groupdict().items()}
+    if g.get("ctens"):
+        return tens[g["ctens"]] + units[g["cunit"]]
+    if g["tens"]:
+        return tens[g["tens"]] + units.get(g["unit"], 0)
+    return small[g["small"]]
+
+
+def _word_tokens(text: str) -> Iterator[_Token]:
+    for pattern, tens, units, small in ((_EN_WORD, _EN_TENS, _EN_UNITS, _EN_SMALL),
+                                        (_CS_WORD, _CS_TENS, _CS_UNITS, _CS_SMALL)):
+        for m in pattern.finditer(text):
+            value = float(_word_value(m, tens, units, small))
+            yield _finish(text, m.start(), m.end(), ((value, 0),), word=True)
+
+
+def _spread_percent(text: str, tokens: list[_Token]) -> list[_Token]:
+    """In "10-20 %" the first end of the range is a percentage too."""
+    for i in range(len(tokens) - 2, -1, -1):
+        a, b = tokens[i], tokens[i + 1]
+        if b.percent and not a.percent and _RANGE_JOIN.fullmatch(text, a.stop, b.start):
+            tokens[i] = replace(a, percent=True)
+    return tokens
+
+
+def _scan(text: str) -> list[_Token]:
+    """All numbers in text, digits and words, before deciding which of them count."""
+    tokens = sorted([*_digit_tokens(text), *_word_tokens(text)], key=lambda t: t.start)
+    return _spread_percent(text, tokens)
+
+
+# --- what does not count in an answer -------------------------------------------------------
+
+_EN_MONTHS = ("(?:January|February|March|April|May|June|July|August|September|October"
+              "|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\\.?")
+_CS_MONTHS = r"(?i:(?:led|únor|břez|dub|květ|červ|srp|zář|říj|listopad|prosin)\w*)"
+_DAY = r"(?:0?[1-9]|[12][0-9]|3[01])"
+_MONTH = r"(?:0?[1-9]|1[0-2])"
+_YEAR = r"(?:19|20)[0-9]{2}"
+_NOT_NUMBERS = [re.compile(p) for p in (
+    rf"\b{_YEAR}-[0-9]{{2}}-[0-9]{{2}}(?![0-9])",  # 2024-05-01, also before T12:00
+    rf"\b{_DAY}\.\s?{_MONTH}\.\s?{_YEAR}\b",  # 1. 5. 2024, 1.5.2024
+    rf"\b{_DAY}/{_MONTH}/(?:{_YEAR}|[0-9]{{2}})\b",  # 01/05/2024
+    rf"\b[0-9]{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_EN_MONTHS}(?:,?\s+{_YEAR})?",  # 5 May 2024
+    rf"\b{_EN_MONTHS}\s+(?:[0-9]{{1,2}}(?:st|nd|rd|th)?,?\s+)?{_YEAR}\b",  # May 5, 2024
+    rf"\b{_EN_MONTHS}\s+[0-9]{{1,2}}(?:st|nd|rd|th)?\b",  # May 5
+    rf"\b[0-9]{{1,2}}\.\s*{_CS_MONTHS}(?:\s+{_YEAR})?",  # 1. května 2024
+    rf"\b{_CS_MONTHS}\s+{_YEAR}\b",  # květen 2024
+    r"(?<![0-9])[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?![0-9])",  # 14:30
+    r"\[[0-9]{1,3}\]",  # citation marker, as checks.CITATION reads it
+    r"(?:https?://|www\.)\S+",
+    r"[\w./-]*\w\.(?:md|txt|py|json|csv|tsx?|jsx?|html?|ya?ml|toml|pdf|docx?)\b",
+    r"\b(?:ISO(?:/IEC)?|RFC|ČSN)\s*[0-9]+(?:[-:.][0-9]+)*",
+    r"(?i:\b(?:python|versions?|verze|verzi|verzí|release|vydání|postgresql|postgres|django"
+    r"|flask|celery|redis|node(?:\.js)?|pgvector|pytest|ruff|mypy)\s+v?[0-9]+(?:\.[0-9]+)*)",
+    r"(?i:\b(?:sections?|sekce|sekci|kapitol[aeyu]?|chapter|oddíl\w*)|§)\s*[0-9]+(?:\.[0-9]+)*",
+    r"(?m)^[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+)?\(?[0-9]{1,3}[.)](?=[ \t]|$)",  # list numbering
+)]
+_ORDINAL_SUFFIX = re.compile(r"(?:st|nd|rd|th)\b", re.I)
+_CS_ORDINAL = re.compile(r"\.[ \u00a0]+(\w)")
+_CZECH_LETTERS = re.compile("[áéíóúýěščřžůťďňÁÉÍÓÚÝĚŠČŘŽŮŤĎŇ]")
+
+
+def _masks(text: str) -> list[tuple[int, int]]:
+    return [m.span() for p in _NOT_NUMBERS for m in p.finditer(text)]
+
+
+def _is_ordinal(text: str, tok: _Token) -> bool:
+    if _ORDINAL_SUFFIX.match(text, tok.end):
+        return True  # 3rd, 21st
+    m = _CS_ORDINAL.match(text, tok.end)  # Czech "3. expert"; "3. Then" ends a sentence
+    return tok.plain and m is not None and m.group(1).islower()
+
+
+def _counts(text: str, tok: _Token, masks: list[tuple[int, int]]) -> bool:
+    """Whether an answer token is a quantity to check rather than a date, name or label."""
+    if any(s < tok.end and tok.start < e for s, e in masks):
+        return False
+    if tok.word:
+        if tok.text[:3].lower() == "ten" and _CZECH_LETTERS.search(text):
+            return False  # Czech "ten" means "that", not 10
+        return tok.value != 1  # "one", "jeden", "jedna" are mostly pronouns and articles
+    before = text[tok.start - 1] if tok.start else " "
+    if before.isalpha() or before in "_#":
+        return False  # BM25, v1.2, E_1, #3: part of a name
+    if before == "-" and tok.start > 1 and text[tok.start - 2].isalpha():
+        return False  # COVID-19, GPT-4, UTF-8
+    if _is_ordinal(text, tok):
+        return False
+    is_year = tok.plain and len(tok.text) == 4 and 1900 <= tok.value <= 2099
+    return not is_year
+
+
+def _answer_tokens(text: str) -> list[_Token]:
+    masks = _masks(text)
+    return [t for t in _scan(text) if _counts(text, t, masks)]
+
+
+# --- grounding ------------------------------------------------------------------------------
+
+_EXPERT_NOUN = re.compile(r"[ \u00a0]+(?:expert\w*|odborník\w*)\b", re.I)
+_EXPERT_COUNT = re.compile(
+    r"(?:\bM\b|(?i:num_experts|number of experts|počet expertů))[\"']?\s*[:=]\s*([0-9]+)\b")
+
+
+def _names_experts(text: str, tok: _Token) -> bool:
+    return not tok.percent and _EXPERT_NOUN.match(text, tok.stop) is not None
+
+
+def _fraction(value: float) -> float:
+    # Decimal arithmetic keeps 14.2 % as 0.142, not 0.14199999999999999.
+    return float(Decimal(repr(value)) / 100)
+
+
+def grounding_values(texts: Iterable[str]) -> frozenset[float]:
+    """Numbers found in grounding texts (passages, project data, user messages), read generously."""
+    values: set[float] = set()
+    for text in texts:
+        for tok in _scan(text):
+            for v, _ in tok.readings:
+                values |= {v, abs(v)} | ({_fraction(v)} if tok.percent else set())
+        for m in re.finditer(r"[0-9]+(?:[.,][0-9]+)*", text):
+            parts = re.split("[.,]", m.group())
+            if len(parts) == 2:  # 14.19 or 14,19 is one number: 19 alone is not grounded
+                values.add(float(".".join(parts)))
+            else:  # a lone integer, or each part of 1.2.3, 2024.05.01, 6,8,11
+                values |= {float(p) for p in parts}
+    return frozenset(values)
+
+
+def _expert_counts(texts: Iterable[str]) -> frozenset[float]:
+    """How many experts the grounding says there are ("22 experts", "M = 22")."""
+    counts: set[float] = set()
+    for text in texts:
+        counts |= {t.value for t in _scan(text) if _names_experts(text, t)}
+        counts |= {float(m.group(1)) for m in _EXPERT_COUNT.finditer(text)}
+    return frozenset(counts)
+
+
+# --- matching -------------------------------------------------------------------------------
+
+_ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)  # ROUND_DOWN truncates
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+
+
+def _grounds(g: float, value: float, decimals: int) -> bool:
+    """Whether grounding value g, rounded or truncated to the answer's decimals, gives value."""
+    if _close(value, g):
+        return True
+    if abs(value - g) >= 1 + TOLERANCE:
+        return False  # rounding to whole units or finer never moves a value by a whole unit
+    exact = Decimal(repr(g))
+    if int(exact.as_tuple().exponent) >= -decimals:
+        return False  # g is no more precise than the answer: only equality counts
+    step = Decimal(1).scaleb(-decimals)
+    return any(_close(value, float(exact.quantize(step, rounding=r))) for r in _ROUNDINGS)
+
+
+def _readings(tok: _Token) -> tuple[Reading, ...]:
+    """The readings of a token, and for a percentage also its fraction ("20 %" ~ 0.20)."""
+    if not tok.percent:
+        return tok.readings
+    return tok.readings + tuple((_fraction(v), d + 2) for v, d in tok.readings)
+
+
+def _is_grounded(tok: _Token, values: Iterable[float]) -> bool:
+    return any(_grounds(g, v, d) for v, d in _readings(tok) for g in values)
+
+
+def extract_numbers(text: str) -> list[tuple[str, float, int]]:
+    """The numbers of an answer that count, as (as written, value, start offset)."""
+    return [(t.text, t.value, t.start) for t in _answer_tokens(text)]
+
+
+def check_numbers(answer: str, grounding: Iterable[str],
+                  pinned: Iterable[float] = PINNED) -> NumberCheck:
+    """Check every number of the answer against the grounding texts and the pinned constants."""
+    texts = list(grounding)
+    values = grounding_values(texts) | frozenset(pinned)
+    experts = _expert_counts(texts)
+    mentions = []
+    for tok in _answer_tokens(answer):
+        # A count of experts must match a count the grounding names, when it names any.
+        pool = experts if experts and _names_experts(answer, tok) else values
+        mentions.append(NumberMention(tok.text, tok.value, tok.start, _is_grounded(tok, pool)))
+    return NumberCheck(tuple(mentions))
