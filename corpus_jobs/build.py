@@ -304,18 +304,43 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
 
 def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,
                  progress: Progress | None = None) -> BuildReport | None:
-    """build_index under the Redis lock shared by the CLI and beat; None if another holds it."""
+    """build_index under the Redis lock shared by the CLI and beat; None if another holds it.
+
+    The lock is a short lease renewed while the build runs, so a build killed half way
+    (SIGKILL, a lost machine) blocks the next one for at most LOCK_LEASE_S seconds.
+    """
+    import threading
+
+    import redis
+
     from shared import keys
     from shared.redis_client import redis_client
 
-    lock = redis_client(settings).lock(keys.CORPUS_REBUILD_LOCK, timeout=LOCK_TIMEOUT_S,
+    lock = redis_client(settings).lock(keys.CORPUS_REBUILD_LOCK, timeout=LOCK_LEASE_S,
                                        blocking=False)
     if not lock.acquire():
         return None
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(LOCK_LEASE_S / 3):
+            try:
+                lock.extend(LOCK_LEASE_S, replace_ttl=True)
+            except (redis.exceptions.LockError, redis.RedisError) as exc:
+                log.warning("could not renew the rebuild lock: %s", type(exc).__name__)
+
+    renewer = threading.Thread(target=renew, name="rebuild-lock", daemon=True)
+    renewer.start()
     try:
         return build_index(settings, manifest, force=force, progress=progress)
     finally:
-        lock.release()
+        stop.set()
+        renewer.join(timeout=5)
+        try:
+            lock.release()
+        except (redis.exceptions.LockError, redis.RedisError) as exc:  # lease already gone
+            log.warning("rebuild lock already gone: %s", type(exc).__name__)
 
 
-LOCK_TIMEOUT_S = 3 * 3600
+LOCK_LEASE_S = 60
+LOCK_TIMEOUT_S = 3 * 3600  # the Celery task's own time limit

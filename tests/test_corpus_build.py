@@ -22,6 +22,10 @@ DB = "corpus_buildtest"
 def build_env(services: stack.Supervisor, settings: Settings, tmp_path: Path
               ) -> tuple[Settings, Path]:
     """A fresh database of its own (the shared test index stays untouched) and a tiny corpus."""
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    redis_client(settings).delete(keys.CORPUS_REBUILD_LOCK)
     admin = f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
@@ -85,3 +89,86 @@ def test_dense_search_finds_the_matching_passage(build_env: tuple[Settings, Path
         best = {p.id: p for p in corpus_store.all_passages(conn)}[hits[0][0]]
     assert best.source == "docs/b.md"
     assert 0 < hits[0][1] <= 1
+
+
+def test_killed_build_leaves_the_previous_index_serving_and_resumes(
+        build_env: tuple[Settings, Path]) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO, TEST_ENV
+
+    s, root = build_env
+    first = build_index(s, load_manifest(root / "m.toml"))
+    # A second corpus large enough that its embedding takes several batches.
+    for i in range(12):
+        (root / "docs" / f"extra{i}.md").write_text(
+            f"# Extra {i}\n\n" + "\n\n".join(f"## Part {j}\n\nFact {i}.{j} about the method."
+                                           for j in range(8)))
+    env = {**os.environ, **TEST_ENV, "ASSISTANT_CORPUS_DSN": s.corpus_dsn,
+           "ASSISTANT_CORPUS_READ_DSN": s.corpus_read_dsn}
+    proc = subprocess.Popen([sys.executable, "-m", "corpus_jobs.cli", "corpus", "build",
+                             "--manifest", str(root / "m.toml")], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    owner = psycopg.connect(s.corpus_dsn, autocommit=True)
+    try:
+        deadline = time.monotonic() + 60
+        cached = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            cached = owner.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+            if cached >= 3 + 16:  # at least one batch of the new corpus is stored
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        owner.close()
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        assert corpus_store.current_index(conn).version == first.version
+        assert conn.execute("SELECT count(*) FROM passages").fetchone() == (3,)
+    resumed = build_index(s, load_manifest(root / "m.toml"))
+    assert not resumed.no_op and resumed.passages == 3 + 12 * 8
+    assert resumed.embedded < 12 * 8, "what the killed build stored is not embedded again"
+    assert json.dumps(resumed.__dict__)
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    ttl = redis_client(s).ttl(keys.CORPUS_REBUILD_LOCK)
+    assert ttl <= 60, "a killed build's lock is a short lease, not a 3-hour block"
+
+
+def test_rebuilds_never_overlap(build_env: tuple[Settings, Path]) -> None:
+    from corpus_jobs.build import locked_build
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    s, root = build_env
+    lock = redis_client(s).lock(keys.CORPUS_REBUILD_LOCK, timeout=30)
+    assert lock.acquire(blocking=False)
+    try:
+        assert locked_build(s, load_manifest(root / "m.toml")) is None
+    finally:
+        lock.release()
+    report = locked_build(s, load_manifest(root / "m.toml"))
+    assert report is not None and not report.no_op
+
+
+def test_worker_rebuilds_bm25_once_per_new_index_version(build_env: tuple[Settings, Path]
+                                                         ) -> None:
+    from worker.pipeline.retrieve import lexical_index
+
+    s, root = build_env
+    v1 = build_index(s, load_manifest(root / "m.toml")).version
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        a = lexical_index(conn, v1)
+        assert lexical_index(conn, v1) is a, "same version: cached"
+        (root / "docs" / "c.md").write_text("# Gamma\n\nNew words: zebra.\n")
+        v2 = build_index(s, load_manifest(root / "m.toml")).version
+        b = lexical_index(conn, v2)
+        assert b is not a and b.version == v2
+        assert b.top("zebra", 3)[0][0] in b.by_id
