@@ -50,6 +50,12 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
         admin = stack.start_postgres(sup, plan.var_dir / "pg", int(owner.get("port") or 5432))
         stack.bootstrap_corpus_db(admin, str(owner["dbname"]), str(owner["user"]),
                                   str(reader["user"]))
+    assistant = conninfo_to_dict(settings.assistant_dsn)
+    if str(assistant.get("host", "")) in LOOPBACK:
+        port = int(assistant.get("port") or 5432)
+        same = port == int(owner.get("port") or 5432)
+        admin = stack.start_postgres(sup, plan.var_dir / ("pg" if same else f"pg-{port}"), port)
+        stack.bootstrap_app_db(admin, str(assistant["dbname"]), str(assistant["user"]))
     started: set[int] = set()
     for role in settings.roles:
         url = urlparse(role.base_url)

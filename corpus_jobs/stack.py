@@ -274,6 +274,17 @@ def bootstrap_corpus_db(admin_dsn: str, database: str, owner: str, reader: str) 
             sql.Identifier(owner)))
 
 
+def bootstrap_app_db(admin_dsn: str, database: str, owner: str) -> None:
+    """Create the assistant's own database (traces) and its owner role (idempotent)."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (owner,)).fetchone():
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(owner)))
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                            (database,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(database), sql.Identifier(owner)))
+
+
 # --- Local model servers -----------------------------------------------------------------
 
 def smollm2_gguf() -> Path:

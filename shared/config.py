@@ -38,6 +38,7 @@ class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     corpus_dsn: str = "postgresql://corpus_owner@127.0.0.1:5433/corpus"
     corpus_read_dsn: str = "postgresql://corpus_reader@127.0.0.1:5433/corpus"
+    assistant_dsn: str = "postgresql://assistant@127.0.0.1:5433/assistant"
     app_jwt_secret: str = field(default=INSECURE_DEV_SECRET, repr=False)
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:8000", "http://localhost:8000")
     public_url: str = "http://127.0.0.1:8000"
@@ -58,6 +59,11 @@ class Settings:
     embedding_prefix_mode: str = "input_type"
     reasoning_effort: str = ""
     show_sources: bool = True
+    trace_text: bool = False
+    translate_queries: bool = True
+    rewrite_followups: bool = True
+    answer_form: str = "prose"
+    turn_lease_s: float = 6.0
     top_k: int = 3
     candidates: int = 20
     retrieval_mode: str = "hybrid"
@@ -144,6 +150,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         redis_url=env.get("ASSISTANT_REDIS_URL", d.redis_url),
         corpus_dsn=env.get("ASSISTANT_CORPUS_DSN", d.corpus_dsn),
         corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
+        assistant_dsn=env.get("ASSISTANT_DB_DSN", d.assistant_dsn),
         app_jwt_secret=env.get("ASSISTANT_APP_JWT_SECRET", d.app_jwt_secret),
         allowed_origins=tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
         if origins is not None else d.allowed_origins,
@@ -157,6 +164,13 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         embedding_prefix_mode=prefix_mode,
         reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
         show_sources=_bool(env.get("ASSISTANT_SHOW_SOURCES", "true"), "ASSISTANT_SHOW_SOURCES"),
+        trace_text=_bool(env.get("ASSISTANT_TRACE_TEXT", "false"), "ASSISTANT_TRACE_TEXT"),
+        translate_queries=_bool(env.get("ASSISTANT_TRANSLATE_QUERIES", "true"),
+                                "ASSISTANT_TRANSLATE_QUERIES"),
+        rewrite_followups=_bool(env.get("ASSISTANT_REWRITE_FOLLOWUPS", "true"),
+                                "ASSISTANT_REWRITE_FOLLOWUPS"),
+        answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form),
+        turn_lease_s=float(num("TURN_LEASE_S", d.turn_lease_s, float)),
         top_k=int(num("TOP_K", d.top_k)),
         retrieval_mode=env.get("ASSISTANT_RETRIEVAL_MODE", d.retrieval_mode),
         per_language_pools=_bool(env.get("ASSISTANT_PER_LANGUAGE_POOLS", "false"),
@@ -178,6 +192,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
 
 def validate(settings: Settings) -> None:
     """Refuse unsafe combinations; the deployed profile must be fully hosted and keyed."""
+    if settings.answer_form not in ("prose", "structured"):
+        raise ConfigError("ASSISTANT_ANSWER_FORM must be prose or structured")
     if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):
         raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
     if settings.top_k > settings.candidates:

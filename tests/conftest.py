@@ -77,23 +77,40 @@ def services(settings: Settings) -> Iterator[stack.Supervisor]:
         sup.stop_all()
 
 
+def start_scripted(sup: stack.Supervisor) -> str:
+    """Start (or reuse) the scripted OpenAI-compatible server; its base URL."""
+    base = f"http://127.0.0.1:{SCRIPTED_PORT}"
+    if not stack.http_ok(base + "/v1/models"):
+        proc = sup.start("scripted-llm", [sys.executable, "-m", "tests.scripted_llm",
+                                          str(SCRIPTED_PORT)], cwd=REPO)
+        stack.wait_until(lambda: stack.http_ok(base + "/v1/models"), 20, "scripted-llm", proc)
+    return base
+
+
 @pytest.fixture(scope="session")
 def scripted_llm(services: stack.Supervisor) -> Iterator[str]:
     """The scripted OpenAI-compatible server (stands in for an external model)."""
-    base = f"http://127.0.0.1:{SCRIPTED_PORT}"
-    if not stack.http_ok(base + "/v1/models"):
-        proc = services.start("scripted-llm", [sys.executable, "-m", "tests.scripted_llm",
-                                               str(SCRIPTED_PORT)], cwd=REPO)
-        stack.wait_until(lambda: stack.http_ok(base + "/v1/models"), 20, "scripted-llm", proc)
-    yield base
+    yield start_scripted(services)
+
+
+def stack_env(overrides: dict[str, str]) -> dict[str, str]:
+    """The environment of a test stack's processes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
+    env.update(TEST_ENV)
+    env.update(overrides)
+    return env
+
+
+def start_worker(sup: stack.Supervisor, name: str, env: dict[str, str]) -> None:
+    """One more Celery worker process for a stack."""
+    start_processes(sup, Plan(var_dir=VAR, name=name, worker_concurrency=4, web=False,
+                              beat=False, flower=False), env=env)
 
 
 def start_stack(services: stack.Supervisor, name: str, web_port: int,
                 overrides: dict[str, str]) -> Stack:
     """Start a Celery worker and a gunicorn web server with the test env plus overrides."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
-    env.update(TEST_ENV)
-    env.update(overrides)
+    env = stack_env(overrides)
     sup = stack.Supervisor(VAR / "log")
     start_processes(sup, Plan(var_dir=VAR, name=name, web_bind=f"127.0.0.1:{web_port}",
                               web_workers=1, worker_concurrency=4, beat=False, flower=False),
@@ -118,6 +135,28 @@ def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[St
         "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/14",
         "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
+        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_LLM_MODEL": "scripted",
+    })
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+@pytest.fixture(scope="session")
+def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
+    """Sources off and short time limits (keep-alive 1 s, first token 3 s, answer 8 s)."""
+    s = start_stack(services, "strict", WEB_PORT + 4, {
+        "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/12",
+        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
+        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_LLM_MODEL": "scripted",
+        "ASSISTANT_SHOW_SOURCES": "false",
+        "ASSISTANT_PING_INTERVAL_S": "1",
+        "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3",
+        "ASSISTANT_ANSWER_TIMEOUT_S": "8",
     })
     try:
         yield s

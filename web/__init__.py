@@ -27,7 +27,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """The application factory."""
     from web import errors
     from web.queue import turn_queue
-    from web.routes import api, panel, ws
+    from web.routes import api, panel, sse, ws
     from web.sock import sock
 
     app = Flask(__name__)
@@ -42,6 +42,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     sock.init_app(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(ws.bp)
+    app.register_blueprint(sse.bp)
     app.register_blueprint(panel.bp)
 
     @app.after_request

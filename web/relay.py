@@ -32,6 +32,15 @@ class Subscription:
     channel: str
     frames: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
     confirmed: threading.Event = field(default_factory=threading.Event)
+    # A session's own inbox, when it also waits for client frames: items ("frame", frame).
+    sink: queue.Queue[tuple[str, Any]] | None = None
+
+    def deliver(self, frame: dict[str, Any]) -> None:
+        """Hand a live frame to whoever waits for it."""
+        if self.sink is not None:
+            self.sink.put(("frame", frame))
+        else:
+            self.frames.put(frame)
 
     def get(self, timeout: float) -> dict[str, Any] | None:
         """The next frame, or None after timeout seconds of silence."""
@@ -61,13 +70,14 @@ class Relay:
             self._started = True
         threading.Thread(target=self._listen_forever, name="relay", daemon=True).start()
 
-    def subscribe(self, turn: str, timeout_s: float = 5.0) -> Subscription:
+    def subscribe(self, turn: str, timeout_s: float = 5.0,
+                  sink: queue.Queue[tuple[str, Any]] | None = None) -> Subscription:
         """Subscribe a socket to a turn and wait until Redis has confirmed the subscription."""
         self.start()
         if not self._ready.wait(timeout_s):
             raise redis.ConnectionError("relay not connected")
         channel = keys.turn_channel(turn)
-        sub = Subscription(turn, channel)
+        sub = Subscription(turn, channel, sink=sink)
         with self._lock:
             existing = self._subs.setdefault(channel, [])
             existing.append(sub)
@@ -133,4 +143,4 @@ class Relay:
                 log.warning("relay: undecodable frame dropped")
                 return
             for sub in subs:
-                sub.frames.put(frame)
+                sub.deliver(frame)

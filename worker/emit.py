@@ -13,10 +13,10 @@ from shared.frames import FrameLog, error_frame
 class TurnEmitter:
     """Gives each frame the next seq (the web tier's `accepted` is seq 0)."""
 
-    def __init__(self, log: FrameLog, started: float | None = None) -> None:
+    def __init__(self, log: FrameLog, started: float | None = None, seq: int = 0) -> None:
         self._log = log
         self.turn = log.turn
-        self.seq = 0
+        self.seq = seq
         self.started = started if started is not None else time.monotonic()
         self.steps: list[dict[str, Any]] = []
         self.finished = False
@@ -24,6 +24,10 @@ class TurnEmitter:
     def _send(self, frame_type: str, **fields: Any) -> None:
         self.seq += 1
         self._log.append({"type": frame_type, "turn": self.turn, "seq": self.seq, **fields})
+
+    def restart(self, attempt: int) -> None:
+        """Tell clients the answer starts over (a re-run after a worker died): drop its text."""
+        self._send("restart", attempt=attempt)
 
     def token(self, text: str) -> None:
         """Next piece of the answer."""

@@ -1,4 +1,12 @@
-"""Thin Celery tasks: deserialize, call the plain pipeline function."""
+"""Thin Celery tasks: deserialize, call the plain pipeline function.
+
+Delivery semantics of a turn: Celery delivers each attempt at most once (acks on receipt, so a
+killed worker's turn is never silently redelivered an hour later). A turn id + attempt number
+makes the task idempotent (a duplicate delivery does nothing). The running worker holds a
+short lease in Redis; when a worker dies mid-turn the lease expires, and the web tier watching
+the turn re-runs it once (attempt 2, announced to the client with a `restart` frame) or, if
+that also fails, ends the turn with an error frame. Never silence.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +14,76 @@ import logging
 import time
 from typing import Any
 
+import psycopg
 from celery import shared_task
 
-from shared.celery_config import TURN_TASK
-from shared.config import get_settings
+from shared import traces, turns
+from shared.celery_config import TRACE_PRUNE_TASK, TURN_TASK
+from shared.config import Settings, get_settings
 from shared.errors import AssistantError
 from shared.frames import FrameLog
 from shared.redis_client import redis_client
+from worker.control import TurnControl
 from worker.db import corpus_connection
 from worker.emit import TurnEmitter
-from worker.pipeline.turn import run_turn
+from worker.pipeline.turn import TurnDeps, run_turn
 from worker.pipeline.types import TurnRequest
 
 log = logging.getLogger(__name__)
+_trace_schema_ready = False
 
 
-@shared_task(name=TURN_TASK, ignore_result=True)
+@shared_task(name=TURN_TASK, ignore_result=True, acks_late=False)
 def answer_turn(payload: dict[str, Any]) -> None:
-    """Run one turn; its frames go to the turn's log and channel, never as a task result."""
+    """Run one attempt of a turn; its frames go to the turn's log and channel."""
     started = time.monotonic()
     settings = get_settings()
+    client = redis_client(settings)
     turn = str(payload.get("turn", ""))
-    emit = TurnEmitter(FrameLog(redis_client(settings), turn, settings.replay_ttl_s), started)
+    attempt = int(payload.get("attempt", 1))
+    if not turn or not turns.claim_attempt(client, turn, attempt, settings.replay_ttl_s):
+        log.info("turn %s attempt %d: already started elsewhere; skipped", turn, attempt)
+        return
+    last = turns.last_frame(client, turn)
+    if turns.finished(last):
+        return
+    emit = TurnEmitter(FrameLog(client, turn, settings.replay_ttl_s), started,
+                       seq=int(last["seq"]) if last else 0)
+    if attempt > 1:
+        emit.restart(attempt)
     try:
         req = TurnRequest.from_json(payload)
     except AssistantError as exc:
         log.warning("turn %s: malformed payload", turn)
         emit.error(exc.code, exc.public_message)
         return
-    run_turn(req, settings, lambda: corpus_connection(settings), emit)  # type: ignore[arg-type,return-value]
-    log.info("turn %s finished after %d frames", turn, emit.seq)
+    trace = traces.Trace(turn=turn, user_hash=req.user, attempt=attempt)
+    with TurnControl(client, turn, attempt, settings.turn_lease_s) as control:
+        deps = TurnDeps(settings, lambda: corpus_connection(settings),
+                        cancelled=control.cancelled)
+        run_turn(req, deps, emit, trace)
+    save_trace(settings, trace)
+    log.info("turn %s attempt %d: %s after %d frames", turn, attempt, trace.outcome, emit.seq)
+
+
+def save_trace(settings: Settings, trace: traces.Trace) -> None:
+    """Store the trace; a trace failure never fails the turn."""
+    global _trace_schema_ready
+    try:
+        with psycopg.connect(settings.assistant_dsn, autocommit=True, connect_timeout=3) as conn:
+            if not _trace_schema_ready:
+                traces.ensure_schema(conn)
+                _trace_schema_ready = True
+            traces.save(conn, trace)
+    except psycopg.Error as exc:
+        log.warning("turn %s: trace not saved (%s)", trace.turn, type(exc).__name__)
+
+
+@shared_task(name=TRACE_PRUNE_TASK, ignore_result=True)
+def prune_traces() -> int:
+    """Delete traces older than 14 days (beat, daily)."""
+    with psycopg.connect(get_settings().assistant_dsn, autocommit=True) as conn:
+        traces.ensure_schema(conn)
+        deleted = traces.prune(conn)
+    log.info("pruned %d traces", deleted)
+    return deleted

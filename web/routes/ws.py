@@ -1,32 +1,41 @@
-"""The assistant WebSocket (protocol v1): ask -> accepted, token..., done | error."""
+"""The assistant WebSocket (protocol v1): ask | resume | cancel | ping from the client;
+accepted, event, token, restart, done | error, ping from the server."""
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
+import threading
 import time
-import uuid
 from typing import Any
 
 import redis
 from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
-from shared import keys
-from shared.auth import user_hash
+from shared import turns
 from shared.config import Settings
-from shared.errors import AssistantError, BadRequest, TooLarge, Unavailable
-from shared.frames import TERMINAL_TYPES, FrameLog, encode
+from shared.errors import (
+    AssistantError,
+    BadRequest,
+    NotFound,
+    RateLimited,
+    TooLarge,
+    Unavailable,
+)
+from shared.frames import encode
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
-from web.queue import turn_queue
+from web.follow import TurnFollower, follow_existing, owns, start_turn
 from web.relay import Relay, Subscription
 from web.sock import sock
 from web.tickets import consume_ticket
 
 WS_PATH = "/api/v1/assistant/ws"
 MAX_HISTORY = 50
+TICK_S = 1.0
 log = logging.getLogger(__name__)
 bp = Blueprint("ws", __name__)
 
@@ -61,8 +70,18 @@ def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
             "project_id": project_id}
 
 
+def parse_resume(frame: dict[str, Any]) -> tuple[str, int]:
+    """(turn, after) of a resume frame."""
+    turn, after = frame.get("turn"), frame.get("after", -1)
+    if not isinstance(turn, str) or not turn or isinstance(after, bool) or not isinstance(
+            after, int) or after < -1:
+        raise BadRequest("bad resume", public_message="The resume request is not valid.")
+    return turn, after
+
+
 class Session:
-    """One socket: reads client frames, runs one turn at a time, relays its frames."""
+    """One socket. A reader thread feeds client frames into the inbox the relay also feeds,
+    so this one loop is the only writer to the socket."""
 
     def __init__(self, ws: Any, user: str, s: Settings, relay: Relay) -> None:
         self.ws = ws
@@ -70,87 +89,118 @@ class Session:
         self.settings = s
         self.relay = relay
         self.redis = redis_client(s)
+        self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.sub: Subscription | None = None
+        self.follower: TurnFollower | None = None
+        self.last_sent = time.monotonic()
 
     def send(self, frame: dict[str, Any]) -> None:
-        """Send a frame (only this greenlet writes to the socket)."""
+        """Send a frame (only the session loop writes to the socket)."""
         self.ws.send(encode(frame))
+        self.last_sent = time.monotonic()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                raw = self.ws.receive()
+                if raw is not None:
+                    self.inbox.put(("client", raw))
+        except ConnectionClosed:
+            self.inbox.put(("closed", None))
 
     def run(self) -> None:
-        """Serve client frames until the socket closes."""
-        while True:
-            raw = self.ws.receive()
-            if raw is None:
-                continue
+        """Serve the socket until it closes; an open turn keeps running without it."""
+        threading.Thread(target=self._read, name="ws-reader", daemon=True).start()
+        try:
+            while True:
+                try:
+                    kind, item = self.inbox.get(timeout=TICK_S)
+                except queue.Empty:
+                    self.on_tick()
+                    continue
+                if kind == "closed":
+                    return
+                if kind == "frame":
+                    self.relay_frames(self.follower.accept(item) if self.follower else [])
+                else:
+                    self.on_client(item)
+        finally:
+            self.end_turn()
+
+    def on_client(self, raw: Any) -> None:
+        """Handle one client frame; errors become error frames and the socket stays open."""
+        frame: Any = None
+        try:
             try:
                 frame = json.loads(raw)
-                if not isinstance(frame, dict):
-                    raise ValueError
             except ValueError:
-                self.send(ws_error(BadRequest(public_message="The frame is not valid JSON.")))
-                continue
+                raise BadRequest("bad json", public_message="The frame is not valid JSON.") from None
+            if not isinstance(frame, dict):
+                raise BadRequest("not an object", public_message="The frame is not valid JSON.")
             kind = frame.get("type")
-            try:
-                if kind == "ask":
-                    self.ask(parse_ask(frame, self.settings))
-                elif kind == "ping":
-                    self.send({"type": "pong"})
-                else:
-                    raise BadRequest("unknown frame type",
-                                     public_message="Unknown frame type.")
-            except AssistantError as exc:
-                self.send(ws_error(exc, frame.get("turn") if kind != "ask" else None))
-
-    def ask(self, fields: dict[str, Any]) -> None:
-        """Subscribe, log `accepted`, enqueue, then relay the turn until its terminal frame."""
-        turn = uuid.uuid4().hex
-        frame_log = FrameLog(self.redis, turn, self.settings.replay_ttl_s)
-        try:
-            sub = self.relay.subscribe(turn)
-        except redis.RedisError as exc:
-            raise Unavailable("cannot subscribe") from exc
-        try:
-            try:
-                self.redis.set(keys.turn_owner(turn), user_hash(self.user),
-                               ex=self.settings.replay_ttl_s)
-                frame_log.append({"type": "accepted", "turn": turn, "seq": 0})
-                turn_queue.enqueue({"turn": turn, "user": user_hash(self.user), **fields})
-            except (redis.RedisError, OSError) as exc:
-                raise Unavailable("cannot enqueue") from exc
-            self.relay_turn(sub, frame_log)
-        finally:
-            self.relay.unsubscribe(sub)
-
-    def relay_turn(self, sub: Subscription, frame_log: FrameLog) -> None:
-        """Forward frames in seq order without gaps or duplicates; ping while silent."""
-        s = self.settings
-        last = -1
-        started = time.monotonic()
-        deadline = started + s.answer_timeout_s + 30
-        while True:
-            frame = sub.get(timeout=s.ping_interval_s)
-            batch: list[dict[str, Any]]
-            if frame is None:
-                # Silence: catch up from the log in case a live frame was missed, else ping.
-                batch = frame_log.frames_after(last)
-                if not batch:
-                    if time.monotonic() > deadline:
-                        self.send(ws_error(Unavailable("turn went silent"), sub.turn, last + 1))
-                        return
-                    self.send({"type": "ping"})
-                    continue
-            elif frame.get("seq", -1) <= last:
-                continue
-            elif frame["seq"] > last + 1:
-                batch = frame_log.frames_after(last)
+            if kind == "ask":
+                fields = parse_ask(frame, self.settings)
+                self.ensure_idle()
+                self.sub, self.follower = start_turn(self.redis, self.settings, self.relay,
+                                                     self.user, fields, sink=self.inbox)
+            elif kind == "resume":
+                turn, after = parse_resume(frame)
+                self.ensure_idle()
+                self.sub, self.follower = follow_existing(
+                    self.redis, self.settings, self.relay, self.user, turn, after,
+                    sink=self.inbox)
+                self.relay_frames(self.follower.catch_up())
+            elif kind == "cancel":
+                self.cancel(frame.get("turn"))
+            elif kind == "ping":
+                self.send({"type": "pong"})
             else:
-                batch = [frame]
-            for f in batch:
-                if f.get("seq", -1) != last + 1:
-                    continue
-                self.send(f)
-                last = f["seq"]
-                if f.get("type") in TERMINAL_TYPES:
-                    return
+                raise BadRequest("unknown type", public_message="Unknown frame type.")
+        except AssistantError as exc:
+            ref: Any = frame.get("turn") if isinstance(frame, dict) and frame.get(
+                "type") != "ask" else None
+            self.send(ws_error(exc, ref if isinstance(ref, str) else None))
+
+    def ensure_idle(self) -> None:
+        """One turn at a time per socket."""
+        if self.follower is not None and not self.follower.done:
+            raise RateLimited("turn running", retry_after=5,
+                              public_message="Please wait for the current answer to finish.")
+        self.end_turn()
+
+    def cancel(self, turn: Any) -> None:
+        """Ask the worker to stop a turn of this user (it answers with an error frame 499)."""
+        if not isinstance(turn, str) or not turn:
+            raise BadRequest("bad cancel", public_message="The cancel request is not valid.")
+        if not owns(self.redis, self.user, turn):
+            raise NotFound("unknown turn", public_message="This answer is not running.")
+        try:
+            turns.request_cancel(self.redis, turn, self.settings.replay_ttl_s)
+        except redis.RedisError as exc:
+            raise Unavailable("cancel failed") from exc
+
+    def relay_frames(self, frames: list[dict[str, Any]]) -> None:
+        """Send frames; when the turn has ended, drop its subscription."""
+        for f in frames:
+            self.send(f)
+        if self.follower is not None and self.follower.done:
+            self.end_turn()
+
+    def on_tick(self) -> None:
+        """A second without frames: watch the turn, and ping while the stream is silent."""
+        if self.follower is not None and not self.follower.done:
+            self.relay_frames(self.follower.watch())
+        if self.follower is not None and not self.follower.done and \
+                time.monotonic() - self.last_sent >= self.settings.ping_interval_s:
+            self.send({"type": "ping"})
+
+    def end_turn(self) -> None:
+        """Forget the current turn (it keeps running in the worker if unfinished)."""
+        if self.sub is not None:
+            self.relay.unsubscribe(self.sub)
+        self.sub = None
+        if self.follower is not None and self.follower.done:
+            self.follower = None
 
 
 @sock.route(WS_PATH, bp=bp)
@@ -168,3 +218,5 @@ def assistant_ws(ws: Any) -> None:
             session.send(ws_error(exc))
         except ConnectionClosed:
             pass
+    except redis.RedisError:
+        log.warning("socket ended: Redis unavailable")

@@ -9,16 +9,29 @@ from typing import Any
 import openai
 
 from shared.config import ModelRole, Settings
-from shared.errors import ModelError, TimedOut
+from shared.errors import AssistantError, ModelError, TimedOut
 from shared.models import client_for
 from worker.pipeline.types import Generation
 
 
+class Cancelled(AssistantError):
+    """The client asked to stop the answer."""
+
+    code = 499
+    public_message = "The answer was stopped."
+
+
 def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, str]],
-                  on_token: Callable[[str], None], started: float) -> Generation:
-    """Stream the answer, calling on_token per text delta; enforce first-token/total limits."""
-    timeout = openai.Timeout(settings.first_token_timeout_s, connect=5.0)
-    client = client_for(role, settings.first_token_timeout_s).with_options(timeout=timeout)
+                  on_token: Callable[[str], None], *, first_token_deadline: float,
+                  deadline: float) -> Generation:
+    """Stream the answer, calling on_token per text delta; enforce first-token/total limits.
+
+    The read timeout is what is left until the first-token deadline, so a server that stalls
+    before its first token, or between tokens for that long, ends the turn with TimedOut.
+    """
+    wait = max(1.0, first_token_deadline - time.monotonic())
+    timeout = openai.Timeout(wait, connect=min(5.0, wait))
+    client = client_for(role).with_options(timeout=timeout)
     kwargs: dict[str, Any] = {
         "model": role.model, "messages": messages, "temperature": 0,
         "max_tokens": settings.max_output_tokens, "stream": True,
@@ -31,7 +44,7 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
     try:
         stream = client.chat.completions.create(**kwargs)
         for chunk in stream:
-            if time.monotonic() - started > settings.answer_timeout_s:
+            if time.monotonic() > deadline:
                 stream.close()
                 raise TimedOut("answer exceeded the time limit")
             if chunk.usage is not None:

@@ -52,10 +52,12 @@ def format_passages(retrieval: Retrieval) -> str:
 
 
 def build_messages(question: str, history: tuple[Message, ...], retrieval: Retrieval,
-                   lang: str) -> list[dict[str, str]]:
+                   lang: str, project: str | None = None) -> list[dict[str, str]]:
     """The chat messages for the answer call."""
     system = prompt_text("answer_system.txt").strip()
     system += "\n\n" + prompt_text("passages.txt").format(passages=format_passages(retrieval))
+    if project:
+        system += "\n\n" + project
     line = language_line(lang)
     if line:
         system += "\n\n" + line

@@ -1,24 +1,51 @@
-"""One answer turn: language -> retrieve -> prompt -> generate (streamed) -> checks -> done."""
+"""One answer turn, steps in a fixed order (B-3): language -> rewrite -> translate -> retrieve ->
+project context -> prompt -> generate (streamed) -> checks -> done."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 
 from shared.config import Settings
-from shared.errors import AssistantError
+from shared.errors import AssistantError, TimedOut
+from shared.traces import Trace
 from worker.emit import TurnEmitter
 from worker.pipeline.checks import check_citations
-from worker.pipeline.generate import stream_answer
+from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.language import detect_language
+from worker.pipeline.markers import MarkerStripper, strip_markers
+from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages
 from worker.pipeline.retrieve import retrieve
+from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
 from worker.pipeline.types import Retrieval, TurnRequest
 
 EXCERPT_CHARS = 400
+Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
+
+
+@dataclass(frozen=True)
+class ProjectData:
+    """What the project-context hook hands the prompt: fenced text and its numbers."""
+
+    text: str
+    grounding: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TurnDeps:
+    """What a turn needs from outside: settings, the corpus, the project hook, cancel."""
+
+    settings: Settings
+    connect: Connect
+    project: Callable[[TurnRequest], ProjectData | None] | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 def sources_of(retrieval: Retrieval) -> list[dict[str, Any]]:
@@ -31,51 +58,138 @@ def sources_of(retrieval: Retrieval) -> list[dict[str, Any]]:
     return out
 
 
-def run_turn(req: TurnRequest, settings: Settings, connect: Callable[[], psycopg.Connection],
-             emit: TurnEmitter) -> None:
+def run_turn(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> None:
     """Run the steps and end with exactly one terminal frame (done or error)."""
     try:
-        _run(req, settings, connect, emit)
+        _run(req, deps, emit, trace)
     except AssistantError as exc:
+        trace.outcome = "cancelled" if isinstance(exc, Cancelled) else "error"
+        trace.error_code = exc.code
         emit.error(exc.code, exc.public_message)
+    finally:
+        trace.steps = emit.steps
 
 
-def _run(req: TurnRequest, settings: Settings, connect: Callable[[], psycopg.Connection],
-         emit: TurnEmitter) -> None:
+def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> None:
+    s = deps.settings
+    first_token_deadline = emit.started + s.first_token_timeout_s
     with emit.step("language") as d:
         lang = detect_language(req.message)
-        d["language"] = lang
-    with emit.step("retrieve") as d, connect() as conn:
-        retrieval = retrieve(conn, settings, req.message)
+        d["language"] = trace.language = lang
+    query = req.message
+    if s.rewrite_followups and looks_like_followup(req.message, req.history):
+        with emit.step("rewrite"):
+            query = rewrite_followup(s.translation, req.message, req.history)
+            trace.models["rewrite"] = s.translation.model
+    search = query
+    if s.translate_queries and lang == "cs":
+        with emit.step("translate"):
+            search = translate_for_search(s.translation, query)
+            trace.models["translation"] = s.translation.model
+    _check_time(first_token_deadline, deps)
+    with emit.step("retrieve") as d, deps.connect() as conn:
+        retrieval = retrieve(conn, s, search, original=query)
         d["passages"] = len(retrieval.passages)
-        d["index"] = retrieval.index_version
+        d["index"] = trace.index_version = retrieval.index_version
+    trace.source_ids = [p.id for p in retrieval.passages]
+    trace.models["embeddings"] = s.embeddings.model
+    project = None
+    if req.project_id and deps.project is not None:
+        with emit.step("project"):
+            project = deps.project(req)
+    _check_time(first_token_deadline, deps)
     with emit.step("prompt"):
-        messages = build_messages(req.message, req.history, retrieval, lang)
-    first: list[float] = []
-
-    def on_token(text: str) -> None:
-        if not first:
-            first.append(time.monotonic())
-            emit.mark("first_token")
-        emit.token(text)
-
-    with emit.step("generate") as d:
-        gen = stream_answer(settings.answer, settings, messages, on_token, emit.started)
-        d["model"] = gen.model
+        messages = build_messages(req.message, req.history, retrieval, lang,
+                                  project.text if project else None)
+    answer = _generate(req, deps, emit, trace, messages, first_token_deadline)
     with emit.step("checks") as d:
-        citations = check_citations(gen.text, len(retrieval.passages))
-        d["citations_valid"] = citations.valid
-    total_ms = round((time.monotonic() - emit.started) * 1000, 1)
+        checks = run_checks(answer.text, retrieval, req, project, s.show_sources)
+        d["citations_valid"] = checks["citations"]["valid"]
+        d["numbers_valid"] = checks["numbers"]["valid"]
+    trace.checks = checks
+    checks = {k: {kk: vv for kk, vv in v.items() if kk != "recorded"} for k, v in checks.items()}
+    trace.outcome = "done"
+    shown = answer.text if s.show_sources else strip_markers(answer.text)
+    if s.trace_text:
+        trace.message, trace.answer = req.message, answer.text
     emit.done(
-        answer=gen.text,
-        sources=sources_of(retrieval),
-        checks={"citations": {"valid": citations.valid, "cited": list(citations.cited),
-                              "invalid": list(citations.invalid)}},
-        usage={"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-               "model": gen.model},
-        timing={"total_ms": total_ms,
-                "first_token_ms": round((first[0] - emit.started) * 1000, 1) if first else None,
-                "steps": emit.steps},
+        answer=shown,
+        sources=sources_of(retrieval) if s.show_sources else [],
+        checks=checks,
+        usage=trace.usage,
+        timing={"total_ms": round((time.monotonic() - emit.started) * 1000, 1),
+                "first_token_ms": answer.first_token_ms, "steps": emit.steps},
         index=retrieval.index_version,
         language=lang,
     )
+
+
+@dataclass(frozen=True)
+class _Answer:
+    text: str
+    first_token_ms: float | None
+
+
+def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
+              messages: list[dict[str, str]], first_token_deadline: float) -> _Answer:
+    s = deps.settings
+    stripper = None if s.show_sources else MarkerStripper()
+    first: list[float] = []
+    parts: list[str] = []
+
+    def on_token(text: str) -> None:
+        if deps.cancelled.is_set():
+            raise Cancelled("client cancelled")
+        if not first:
+            first.append(time.monotonic())
+            emit.mark("first_token")
+        parts.append(text)
+        out = stripper.feed(text) if stripper else text
+        if out:
+            emit.token(out)
+
+    trace.models["answer"] = s.answer.model
+    try:
+        with emit.step("generate") as d:
+            gen = stream_answer(s.answer, s, messages, on_token,
+                                first_token_deadline=first_token_deadline,
+                                deadline=emit.started + s.answer_timeout_s)
+            d["model"] = gen.model
+    finally:
+        trace.partial_answer_chars = sum(len(p) for p in parts)
+    if stripper:
+        rest = stripper.flush()
+        if rest:
+            emit.token(rest)
+    trace.usage = {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+                   "model": gen.model}
+    return _Answer(gen.text, round((first[0] - emit.started) * 1000, 1) if first else None)
+
+
+def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
+    if deps.cancelled.is_set():
+        raise Cancelled("client cancelled")
+    if time.monotonic() > first_token_deadline:
+        raise TimedOut("search and project data took too long")
+
+
+def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
+               project: ProjectData | None, show_sources: bool) -> dict[str, Any]:
+    """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
+    citations = check_citations(answer, len(retrieval.passages))
+    grounding = [p.text for p in retrieval.passages] + [req.message] + [
+        m.content for m in req.history if m.role == "user"]
+    if project is not None:
+        grounding += list(project.grounding)
+    numbers = check_numbers(strip_markers(answer), grounding)
+    return {
+        # With sources off the markers never reach the user, so the flag reads valid (B-30);
+        # the trace keeps the real verdict under `recorded`.
+        "citations": {"valid": citations.valid or not show_sources,
+                      "cited": list(citations.cited) if show_sources else [],
+                      "invalid": list(citations.invalid) if show_sources else [],
+                      **({} if show_sources else {"recorded": {
+                          "valid": citations.valid, "invalid": list(citations.invalid)}})},
+        "numbers": {"valid": numbers.valid, "unconfirmed": list(numbers.unconfirmed),
+                    "checked": len(numbers.mentions)},
+    }

@@ -1,0 +1,79 @@
+"""Turn state in Redis shared by the web tier and the worker: leases, cancel, re-run, replay."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from shared import keys
+from shared.frames import TERMINAL_TYPES
+
+MAX_ATTEMPTS = 2
+
+
+def claim_attempt(client: redis.Redis, turn: str, attempt: int, ttl_s: int) -> bool:
+    """True for the first worker to start this attempt; a duplicate delivery gets False."""
+    return bool(client.set(keys.turn_started(turn, attempt), "1", nx=True, ex=ttl_s))
+
+
+def started(client: redis.Redis, turn: str, attempt: int) -> bool:
+    """Whether a worker has started this attempt."""
+    return bool(client.exists(keys.turn_started(turn, attempt)))
+
+
+def hold_lease(client: redis.Redis, turn: str, holder: str, lease_s: float) -> None:
+    """Set or renew the running worker's lease."""
+    client.set(keys.turn_lease(turn), holder, px=int(lease_s * 1000))
+
+
+def lease_holder(client: redis.Redis, turn: str) -> str | None:
+    """Who holds the turn's lease, or None when no live worker does."""
+    value = client.get(keys.turn_lease(turn))
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def release_lease(client: redis.Redis, turn: str) -> None:
+    """Drop the lease at the end of a turn."""
+    client.delete(keys.turn_lease(turn))
+
+
+def request_cancel(client: redis.Redis, turn: str, ttl_s: int) -> None:
+    """Ask the worker to stop the turn."""
+    client.set(keys.turn_cancel(turn), "1", ex=ttl_s)
+
+
+def cancel_requested(client: redis.Redis, turn: str) -> bool:
+    """Whether the client asked to stop."""
+    return bool(client.exists(keys.turn_cancel(turn)))
+
+
+def store_payload(client: redis.Redis, payload: dict[str, Any], ttl_s: int) -> None:
+    """Keep the payload for a possible re-run (message text lives here for ttl_s at most)."""
+    client.set(keys.turn_payload(str(payload["turn"])), json.dumps(payload), ex=ttl_s)
+
+
+def load_payload(client: redis.Redis, turn: str) -> dict[str, Any] | None:
+    """The stored payload, if still there."""
+    raw = client.get(keys.turn_payload(turn))
+    return json.loads(raw) if raw else None
+
+
+def claim_rerun(client: redis.Redis, turn: str, ttl_s: int) -> bool:
+    """True for the one web process allowed to re-run a turn whose worker died."""
+    return bool(client.set(keys.turn_rerun(turn), "1", nx=True, ex=ttl_s))
+
+
+def last_frame(client: redis.Redis, turn: str) -> dict[str, Any] | None:
+    """The newest frame in the turn's replay log."""
+    entries: Any = client.xrevrange(keys.turn_log(turn), count=1)
+    if not entries:
+        return None
+    fields = entries[0][1]
+    return json.loads(fields.get(b"f") or fields.get("f"))
+
+
+def finished(frame: dict[str, Any] | None) -> bool:
+    """Whether a frame ends its turn."""
+    return frame is not None and frame.get("type") in TERMINAL_TYPES

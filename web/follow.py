@@ -1,0 +1,162 @@
+"""Starting a turn and following its frames, shared by the WebSocket and SSE transports.
+
+A follower delivers a turn's frames in seq order without gaps or duplicates (live frames from
+the relay, anything missed from the replay log) and watches the worker: a turn whose worker
+died (its lease expired) is re-run once, and otherwise ended with an error frame.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from shared import keys, turns
+from shared.auth import user_hash
+from shared.config import Settings
+from shared.errors import NotFound, TimedOut, Unavailable
+from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
+from web.queue import turn_queue
+from web.relay import Relay, Subscription
+
+log = logging.getLogger(__name__)
+
+
+def turn_created_at(client: redis.Redis, turn: str) -> float | None:
+    """When the turn was accepted (epoch seconds), from its first replay-log entry id."""
+    entries: Any = client.xrange(keys.turn_log(turn), count=1)
+    if not entries:
+        return None
+    entry_id = entries[0][0]
+    entry_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(entry_id.split("-")[0]) / 1000
+
+
+@dataclass
+class TurnFollower:
+    """Ordering, gap filling and the dead-worker watchdog for one turn."""
+
+    client: redis.Redis
+    settings: Settings
+    turn: str
+    last: int = -1
+    attempt: int = 1
+    done: bool = False
+    log: FrameLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log = FrameLog(self.client, self.turn, self.settings.replay_ttl_s)
+
+    def accept(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
+        """Frames to send now, given a live frame (older ones are dropped, gaps filled)."""
+        seq = frame.get("seq", -1)
+        if self.done or seq <= self.last:
+            return []
+        batch = [frame] if seq == self.last + 1 else self.log.frames_after(self.last)
+        return self._take(batch)
+
+    def catch_up(self) -> list[dict[str, Any]]:
+        """Everything in the replay log after the last frame sent."""
+        return self._take(self.log.frames_after(self.last))
+
+    def _take(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for f in batch:
+            if self.done or f.get("seq") != self.last + 1:
+                continue
+            out.append(f)
+            self.last = f["seq"]
+            if f.get("type") == "restart":
+                self.attempt = int(f.get("attempt", self.attempt))
+            if f.get("type") in TERMINAL_TYPES:
+                self.done = True
+        return out
+
+    def watch(self) -> list[dict[str, Any]]:
+        """On silence: fill gaps from the log, then check that a worker still runs the turn."""
+        missed = self.catch_up()
+        if missed or self.done:
+            return missed
+        attempt = 2 if self.client.exists(keys.turn_rerun(self.turn)) else self.attempt
+        if turns.started(self.client, self.turn, attempt):
+            if turns.lease_holder(self.client, self.turn) is not None:
+                return []
+            late = self.catch_up()  # it may have finished between our two reads
+            if late or self.done:
+                return late
+            if attempt < turns.MAX_ATTEMPTS and turns.claim_rerun(
+                    self.client, self.turn, self.settings.replay_ttl_s):
+                payload = turns.load_payload(self.client, self.turn)
+                if payload is not None:
+                    log.warning("turn %s: worker lost; re-running it", self.turn)
+                    turn_queue.enqueue({**payload, "attempt": attempt + 1})
+                    self.attempt = attempt + 1
+                    return []
+            return self._abandon(Unavailable("worker lost twice"))
+        created = turn_created_at(self.client, self.turn) or time.time()
+        if time.time() - created > self.settings.first_token_timeout_s:
+            return self._abandon(TimedOut("no worker took the turn in time"))
+        return []
+
+    def _abandon(self, exc: Unavailable | TimedOut) -> list[dict[str, Any]]:
+        """End a turn nobody runs any more, once, in the log so every client sees it."""
+        if not self.client.set(keys.turn_abandoned(self.turn), "1", nx=True,
+                               ex=self.settings.replay_ttl_s):
+            return self.catch_up()
+        frame = error_frame(self.turn, self.last + 1, exc.code, exc.public_message)
+        self.log.append(frame)
+        return self._take([frame])
+
+
+def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
+               fields: dict[str, Any], sink: Any = None) -> tuple[Subscription, TurnFollower]:
+    """Subscribe, record the owner and payload, log `accepted` (seq 0), then enqueue."""
+    turn = uuid.uuid4().hex
+    try:
+        sub = relay.subscribe(turn, sink=sink)
+    except redis.RedisError as exc:
+        raise Unavailable("cannot subscribe") from exc
+    try:
+        payload = {"turn": turn, "user": user_hash(user), "attempt": 1, **fields}
+        ttl = settings.replay_ttl_s
+        pipe = client.pipeline(transaction=False)
+        pipe.set(keys.turn_owner(turn), user_hash(user), ex=ttl)
+        pipe.execute()
+        turns.store_payload(client, payload, ttl)
+        follower = TurnFollower(client, settings, turn)
+        follower.log.append({"type": "accepted", "turn": turn, "seq": 0})
+        turn_queue.enqueue(payload)
+    except (redis.RedisError, OSError) as exc:
+        relay.unsubscribe(sub)
+        raise Unavailable("cannot enqueue") from exc
+    return sub, follower
+
+
+def owns(client: redis.Redis, user: str, turn: Any) -> bool:
+    """Whether `turn` is a turn of this user (only they may resume or cancel it)."""
+    if not isinstance(turn, str) or not turn or len(turn) > 64:
+        return False
+    try:
+        owner: Any = client.get(keys.turn_owner(turn))
+    except redis.RedisError as exc:
+        raise Unavailable("redis unavailable") from exc
+    if isinstance(owner, bytes):
+        owner = owner.decode()
+    return owner is not None and owner == user_hash(user)
+
+
+def follow_existing(client: redis.Redis, settings: Settings, relay: Relay, user: str,
+                    turn: str, after: int, sink: Any = None
+                    ) -> tuple[Subscription, TurnFollower]:
+    """Resume a turn of this user after seq `after`: subscribe first, then replay the log."""
+    if not owns(client, user, turn):
+        raise NotFound("unknown turn", public_message="This answer is no longer available.")
+    sub = relay.subscribe(turn, sink=sink)
+    follower = TurnFollower(client, settings, turn, last=after)
+    if client.exists(keys.turn_rerun(turn)):
+        follower.attempt = 2
+    return sub, follower

@@ -1,0 +1,99 @@
+"""The same turn over Server-Sent Events, for clients that cannot use WebSockets.
+
+POST /api/v1/assistant/chat/stream starts a turn; GET /api/v1/assistant/turns/<turn>/events
+resumes one after `Last-Event-ID` (or `?after=`). Each frame is an event whose id is its seq.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Response, request, stream_with_context
+
+from shared.errors import BadRequest
+from shared.frames import encode
+from shared.redis_client import redis_client
+from web.auth import bearer_user, check_origin, settings
+from web.follow import TurnFollower, follow_existing, start_turn
+from web.relay import Relay, Subscription
+from web.routes.ws import TICK_S, parse_ask
+
+bp = Blueprint("sse", __name__)
+
+
+def sse_event(frame: dict[str, Any]) -> str:
+    """One SSE event; frames with a seq carry it as the event id."""
+    head = f"id: {frame['seq']}\n" if frame.get("seq") is not None else ""
+    return f"{head}event: {frame['type']}\ndata: {encode(frame)}\n\n"
+
+
+def stream(relay: Relay, sub: Subscription, follower: TurnFollower,
+           first: list[dict[str, Any]]) -> Iterator[str]:
+    """Frames in seq order until the terminal one; a ping event while silent."""
+    ping_every = settings().ping_interval_s
+    last_sent = time.monotonic()
+    try:
+        yield ": stream open\n\n"  # flushes headers through proxies at once
+        for f in first:
+            yield sse_event(f)
+        while not follower.done:
+            try:
+                frames = follower.accept(sub.frames.get(timeout=TICK_S))
+            except queue.Empty:
+                frames = follower.watch()
+            for f in frames:
+                yield sse_event(f)
+                last_sent = time.monotonic()
+            if not frames and time.monotonic() - last_sent >= ping_every:
+                yield sse_event({"type": "ping"})
+                last_sent = time.monotonic()
+    finally:
+        relay.unsubscribe(sub)
+
+
+def sse_response(body: Iterator[str]) -> Response:
+    """A streaming text/event-stream response that no proxy buffers."""
+    resp = Response(stream_with_context(body), mimetype="text/event-stream")
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["X-Accel-Buffering"] = "no"
+    return resp
+
+
+@bp.post("/api/v1/assistant/chat/stream")
+def chat_stream() -> Response:
+    """Start a turn (the ask frame's fields as JSON) and stream it."""
+    from web import relay_for_process
+
+    check_origin()
+    user = bearer_user()
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise BadRequest("bad body", public_message="The request body must be a JSON object.")
+    s = settings()
+    fields = parse_ask(body, s)
+    relay = relay_for_process()
+    sub, follower = start_turn(redis_client(s), s, relay, user, fields)
+    return sse_response(stream(relay, sub, follower, []))
+
+
+@bp.get("/api/v1/assistant/turns/<turn>/events")
+def turn_events(turn: str) -> Response:
+    """Resume a turn's stream after Last-Event-ID (or ?after=), then follow it live."""
+    from web import relay_for_process
+
+    check_origin()
+    user = bearer_user()
+    raw = request.headers.get("Last-Event-ID", request.args.get("after", "-1"))
+    try:
+        after = int(raw)
+    except ValueError:
+        raise BadRequest("bad last event id",
+                         public_message="Last-Event-ID must be a number.") from None
+    s = settings()
+    relay = relay_for_process()
+    sub, follower = follow_existing(redis_client(s), s, relay, user, turn, max(-1, after))
+    return sse_response(stream(relay, sub, follower, follower.catch_up()))
+

@@ -1,0 +1,57 @@
+"""Search-side model calls: translate a Czech question (B-13), rewrite a follow-up (B-14)."""
+
+from __future__ import annotations
+
+import re
+
+import openai
+
+from shared.config import ModelRole
+from shared.errors import ModelError
+from shared.models import client_for
+from worker.pipeline.prompt import prompt_text, trim_history
+from worker.pipeline.types import Message
+
+FOLLOWUP_OPENERS = re.compile(
+    r"^(and|but|so|why|how come|what about|how about|then|also|is that|does that|"
+    r"a |ale|tak|proč|a co|jak to|a proč|a jak|to |tohle|takže|je to)\b", re.IGNORECASE)
+REFERRING = re.compile(r"\b(it|that|this|those|these|they|them|its|to|tohle|tomu|toho|tom|"
+                       r"ten|ta|ty|tím|jeho|její|jejich)\b", re.IGNORECASE)
+
+
+def looks_like_followup(message: str, history: tuple[Message, ...]) -> bool:
+    """A cheap guess: there is history, and the message opens like a follow-up or is a short
+    question leaning on something said before."""
+    if not any(m.role == "user" for m in history):
+        return False
+    words = message.split()
+    if FOLLOWUP_OPENERS.match(message.strip()):
+        return True
+    return len(words) <= 6 and bool(REFERRING.search(message))
+
+
+def _complete(role: ModelRole, prompt: str, max_tokens: int, timeout_s: float) -> str:
+    try:
+        resp = client_for(role, timeout_s).chat.completions.create(
+            model=role.model, temperature=0, max_tokens=max_tokens,
+            messages=[{"role": "user", "content": prompt}])
+    except openai.OpenAIError as exc:
+        raise ModelError(f"{role.name} call failed: {type(exc).__name__}") from exc
+    text = " ".join((resp.choices[0].message.content or "").split())
+    return text.strip().strip('"').strip()
+
+
+def translate_for_search(role: ModelRole, text: str, timeout_s: float = 30) -> str:
+    """The question in English for the search (temperature 0); the original if empty."""
+    out = _complete(role, prompt_text("translate.txt").format(text=text), 120, timeout_s)
+    return out or text
+
+
+def rewrite_followup(role: ModelRole, message: str, history: tuple[Message, ...],
+                     timeout_s: float = 30) -> str:
+    """One standalone question from a follow-up and the recent turns."""
+    recent = trim_history(history)[-6:]
+    convo = "\n".join(f"{m.role}: {m.content[:500]}" for m in recent)
+    out = _complete(role, prompt_text("rewrite.txt").format(history=convo, message=message),
+                    120, timeout_s)
+    return out or message
