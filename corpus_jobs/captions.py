@@ -38,7 +38,7 @@ def write_caption(role: ModelRole, piece: LoadedPiece) -> str:
         encoding="utf-8")
     prompt = template.format(title=piece.title, section=piece.section, text=piece.text)
     try:
-        resp = client_for(role).chat.completions.create(
+        resp = client_for(role, 300).chat.completions.create(
             model=role.model, temperature=0, max_tokens=80,
             messages=[{"role": "user", "content": prompt}])
     except openai.OpenAIError as exc:

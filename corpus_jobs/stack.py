@@ -307,7 +307,10 @@ def start_chat_server(sup: Supervisor, port: int, name: str = "llm-chat") -> Non
                             "--model", str(smollm2_gguf()),
                             "--model_alias", "SmolLM2-135M-Instruct",
                             "--host", "127.0.0.1", "--port", str(port),
-                            "--n_ctx", "8192", "--n_threads", "2", "--verbose", "false"])
+                            "--n_ctx", "8192", "--n_threads", "2", "--verbose", "false",
+                            # One request at a time, queued: by default a new request would
+                            # cut off the stream of the one being answered.
+                            "--interrupt_requests", "false"])
     wait_until(lambda: http_ok(base + "/models"), 120, name, proc)
 
 

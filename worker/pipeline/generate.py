@@ -23,7 +23,8 @@ class Cancelled(AssistantError):
 
 def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, str]],
                   on_token: Callable[[str], None], *, first_token_deadline: float,
-                  deadline: float) -> Generation:
+                  deadline: float, response_format: dict[str, Any] | None = None
+                  ) -> Generation:
     """Stream the answer, calling on_token per text delta; enforce first-token/total limits.
 
     The read timeout is what is left until the first-token deadline, so a server that stalls
@@ -39,6 +40,8 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
     }
     if settings.reasoning_effort:
         kwargs["reasoning_effort"] = settings.reasoning_effort
+    if response_format is not None:
+        kwargs["response_format"] = response_format
     parts: list[str] = []
     usage = (0, 0)
     try:

@@ -47,14 +47,18 @@ def format_passages(retrieval: Retrieval) -> str:
     """Passages numbered [1]..[n] with title and heading path; the passage's own text."""
     blocks = []
     for n, p in enumerate(retrieval.passages, start=1):
-        blocks.append(f"[{n}] {p.title} — {p.section}\n<passage>\n{p.text}\n</passage>")
+        blocks.append(f"[{n}] {p.title} — {p.section} ({p.source})\n<passage>\n{p.text}\n"
+                      "</passage>")
     return "\n\n".join(blocks) if blocks else "(no passages found)"
 
 
 def build_messages(question: str, history: tuple[Message, ...], retrieval: Retrieval,
-                   lang: str, project: str | None = None) -> list[dict[str, str]]:
+                   lang: str, project: str | None = None, structured: bool = False
+                   ) -> list[dict[str, str]]:
     """The chat messages for the answer call."""
     system = prompt_text("answer_system.txt").strip()
+    if structured:
+        system += "\n\n" + prompt_text("answer_structured.txt").strip()
     system += "\n\n" + prompt_text("passages.txt").format(passages=format_passages(retrieval))
     if project:
         system += "\n\n" + project

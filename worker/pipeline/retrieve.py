@@ -65,6 +65,37 @@ def tokenize(text: str, folded: bool = False, lemmas: bool = False) -> list[str]
     return [fold(t) for t in tokens] if folded else tokens
 
 
+class Postings:
+    """BM25Okapi's scores as an inverted index: per term, the documents that contain it and
+    the term's finished score in each. Same numbers as rank-bm25's get_scores, but a query
+    touches only the postings of its own terms instead of every document."""
+
+    def __init__(self, bm25: BM25Okapi) -> None:
+        self.size = len(bm25.doc_len)
+        docs: dict[str, list[int]] = {}
+        tfs: dict[str, list[float]] = {}
+        for i, freqs in enumerate(bm25.doc_freqs):
+            for term, tf in freqs.items():
+                docs.setdefault(term, []).append(i)
+                tfs.setdefault(term, []).append(tf)
+        norm = bm25.k1 * (1 - bm25.b + bm25.b * np.asarray(bm25.doc_len) / bm25.avgdl)
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for term, idx in docs.items():
+            ids = np.asarray(idx, dtype=np.int32)
+            tf = np.asarray(tfs[term], dtype=np.float64)
+            weight = (bm25.idf.get(term) or 0) * tf * (bm25.k1 + 1) / (tf + norm[ids])
+            self._postings[term] = (ids, weight)
+
+    def scores(self, tokens: list[str]) -> np.ndarray:
+        """Scores of every document for the query tokens (repeated tokens count again)."""
+        out = np.zeros(self.size)
+        for term in tokens:
+            hit = self._postings.get(term)
+            if hit is not None:
+                out[hit[0]] += hit[1]
+        return out
+
+
 @dataclass(frozen=True)
 class LexicalIndex:
     """BM25 over one index version's passages; built once per version per process."""
@@ -76,13 +107,14 @@ class LexicalIndex:
     bm25: BM25Okapi
     langs: np.ndarray
     by_id: dict[str, StoredPassage]
+    postings: Postings
 
     def top(self, query: str, k: int, lang: str | None = None) -> list[tuple[str, float]]:
         """Best k passage ids for the query by BM25 (optionally one language), with scores."""
         tokens = tokenize(query, self.folded, self.lemmas)
         if not tokens:
             return []
-        scores = self.bm25.get_scores(tokens)
+        scores = self.postings.scores(tokens)
         if lang is not None:
             scores = np.where(self.langs == lang, scores, -np.inf)
         k = min(k, len(scores))
@@ -110,7 +142,7 @@ def lexical_index(conn: psycopg.Connection, version: str, folded: bool = False,
             bm25 = BM25Okapi(corpus or [[""]])
             langs = np.array([p.lang for p in passages])
             current = LexicalIndex(version, folded, lemmas, passages, bm25, langs,
-                                   {p.id: p for p in passages})
+                                   {p.id: p for p in passages}, Postings(bm25))
             _lexical[key] = current
         return current
 

@@ -24,6 +24,7 @@ from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages
 from worker.pipeline.retrieve import retrieve
 from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
+from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
 EXCERPT_CHARS = 400
@@ -98,12 +99,28 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("project"):
             project = deps.project(req)
     _check_time(first_token_deadline, deps)
+    structured = s.answer_form == "structured"
     with emit.step("prompt"):
         messages = build_messages(req.message, req.history, retrieval, lang,
-                                  project.text if project else None)
-    answer = _generate(req, deps, emit, trace, messages, first_token_deadline)
+                                  project.text if project else None, structured)
+    answer = _generate(req, deps, emit, trace, messages, first_token_deadline, structured)
+    form: dict[str, Any] = {}
+    if structured:
+        result = verify(answer.raw, answer.text, retrieval)
+        answer = _Answer(result.answer, answer.first_token_ms, answer.raw)
+        form = {"structured": {
+            "valid_json": result.valid_json, "outcome": result.outcome,
+            "clarifying_question": result.clarifying_question,
+            "quotes": list(result.quotes), "sources": list(result.sources)}}
     with emit.step("checks") as d:
         checks = run_checks(answer.text, retrieval, req, project, s.show_sources)
+        if structured:
+            checks["quotes"] = {"valid": all(q["found"] for q in result.quotes),
+                                "not_found": [q["text"] for q in result.quotes
+                                              if not q["found"]]}
+            checks["source_paths"] = {"valid": all(x["valid"] for x in result.sources),
+                                      "invalid": [x["path"] for x in result.sources
+                                                  if not x["valid"]]}
         d["citations_valid"] = checks["citations"]["valid"]
         d["numbers_valid"] = checks["numbers"]["valid"]
     trace.checks = checks
@@ -121,6 +138,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
                 "first_token_ms": answer.first_token_ms, "steps": emit.steps},
         index=retrieval.index_version,
         language=lang,
+        **form,
     )
 
 
@@ -128,14 +146,18 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
 class _Answer:
     text: str
     first_token_ms: float | None
+    raw: str = ""
 
 
 def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
-              messages: list[dict[str, str]], first_token_deadline: float) -> _Answer:
+              messages: list[dict[str, str]], first_token_deadline: float,
+              structured: bool = False) -> _Answer:
     s = deps.settings
     stripper = None if s.show_sources else MarkerStripper()
+    extractor = AnswerFieldStream() if structured else None
     first: list[float] = []
     parts: list[str] = []
+    shown: list[str] = []
 
     def on_token(text: str) -> None:
         if deps.cancelled.is_set():
@@ -144,7 +166,9 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
             first.append(time.monotonic())
             emit.mark("first_token")
         parts.append(text)
-        out = stripper.feed(text) if stripper else text
+        piece = extractor.feed(text) if extractor else text
+        shown.append(piece)
+        out = stripper.feed(piece) if stripper else piece
         if out:
             emit.token(out)
 
@@ -153,7 +177,9 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         with emit.step("generate") as d:
             gen = stream_answer(s.answer, s, messages, on_token,
                                 first_token_deadline=first_token_deadline,
-                                deadline=emit.started + s.answer_timeout_s)
+                                deadline=emit.started + s.answer_timeout_s,
+                                response_format=response_format(s.answer) if structured
+                                else None)
             d["model"] = gen.model
     finally:
         trace.partial_answer_chars = sum(len(p) for p in parts)
@@ -163,7 +189,8 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
             emit.token(rest)
     trace.usage = {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
                    "model": gen.model}
-    return _Answer(gen.text, round((first[0] - emit.started) * 1000, 1) if first else None)
+    first_ms = round((first[0] - emit.started) * 1000, 1) if first else None
+    return _Answer("".join(shown), first_ms, gen.text)
 
 
 def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:

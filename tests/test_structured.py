@@ -1,0 +1,85 @@
+"""The structured answer form: the answer field streams out of JSON; quotes and paths verified."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from corpus_jobs import stack
+from corpus_jobs.client import ask
+from tests.conftest import Stack, start_stack
+from tests.wsutil import app_token
+from worker.pipeline.structured import AnswerFieldStream, verify
+from worker.pipeline.types import Passage, Retrieval
+
+RETRIEVAL = Retrieval((
+    Passage("p1", "docs/method.md", "Method", "# Method", "The best compromise is the\n"
+            "midpoint of the mean and the median.", False, 0.1),
+    Passage("p2", "docs/user/result.md", "Result", "# Result", "A low maximum error means "
+            "the mean and median are close.", False, 0.1)), "v1", "q")
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_answer_field_streams_exactly_whatever_the_splits(seed: int) -> None:
+    answer = 'Line one [1]\n"quoted" \\ back\\slash, tab\t and é ü \u2014 done [2].'
+    raw = json.dumps({"answer": answer, "outcome": "answer", "sources": [], "quotes": []},
+                     ensure_ascii=seed % 2 == 0)
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(raw)), rng.randint(1, 40)))
+    stream = AnswerFieldStream()
+    out = "".join(stream.feed(raw[a:b]) for a, b in zip([0, *cuts], [*cuts, len(raw)],
+                                                          strict=True))
+    assert out == answer
+
+
+def test_quotes_are_verified_verbatim_after_folding_whitespace_and_case() -> None:
+    raw = json.dumps({"answer": "It is the midpoint [1].", "outcome": "answer",
+                      "sources": ["docs/method.md", "docs/Method.md", "docs/nope.md"],
+                      "quotes": [{"n": 1, "text": "the best compromise is the midpoint"},
+                                 {"n": 2, "text": "the best compromise is the midpoint"},
+                                 {"n": 1, "text": "the best compromise is a midpoint"},
+                                 {"n": 7, "text": "anything"}]})
+    r = verify(raw, "", RETRIEVAL)
+    assert r.valid_json and r.answer == "It is the midpoint [1]."
+    assert [q["found"] for q in r.quotes] == [True, False, False, False]
+    assert [s["valid"] for s in r.sources] == [True, False, False], "paths match exactly"
+
+
+def test_dont_know_is_an_outcome_with_one_clarifying_question() -> None:
+    raw = json.dumps({"answer": "The passages do not say.", "outcome": "dont_know",
+                      "clarifying_question": "Do you mean the app or the method?",
+                      "sources": [], "quotes": []})
+    r = verify(raw, "", RETRIEVAL)
+    assert r.outcome == "dont_know" and r.clarifying_question.endswith("?")
+
+
+def test_broken_json_keeps_the_streamed_answer() -> None:
+    r = verify('{"answer": "cut off', "cut off", RETRIEVAL)
+    assert not r.valid_json and r.answer == "cut off"
+
+
+@pytest.fixture(scope="module")
+def structured_stack(services: stack.Supervisor) -> Iterator[Stack]:
+    s = start_stack(services, "structured", 8017, {
+        "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/10", "ASSISTANT_ANSWER_FORM": "structured",
+        "ASSISTANT_MAX_OUTPUT_TOKENS": "800"})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+@pytest.mark.realmodel
+def test_real_model_answers_in_the_structured_form(structured_stack: Stack) -> None:
+    frames, done = ask(structured_stack.base_url, app_token(structured_stack),
+                       "How does the search work?", timeout_s=180)
+    assert done["type"] == "done", done
+    form = done["structured"]
+    assert form["valid_json"] is True, ("llama.cpp held the output to the schema", done)
+    assert form["outcome"] in ("answer", "dont_know")
+    tokens = "".join(f["text"] for f in frames if f["type"] == "token")
+    assert tokens == done["answer"] and not tokens.lstrip().startswith("{")
+    assert "quotes" in done["checks"] and "source_paths" in done["checks"]
