@@ -7,6 +7,7 @@ and read what the server received with GET /_requests. Run: python -m tests.scri
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -30,6 +31,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate sends: without this, Nagle + delayed ACK
+        # would add ~40 ms to every kept-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _json(self, code: int, body: Any) -> None:
         data = json.dumps(body).encode()
@@ -59,6 +66,19 @@ class Handler(BaseHTTPRequestHandler):
                 State.script = {**DEFAULT_SCRIPT, **body}
                 State.requests = []
             self._json(200, {"ok": True})
+            return
+        if self.path.endswith("/embeddings"):
+            # Instant, deterministic unit vectors (for latency benchmarks), 384 dimensions.
+            texts = body.get("input") or []
+            texts = [texts] if isinstance(texts, str) else texts
+            data = []
+            for i, text in enumerate(texts):
+                seed = sum(map(ord, str(text))) % 384
+                vec = [0.0] * 384
+                vec[seed] = 1.0
+                data.append({"object": "embedding", "index": i, "embedding": vec})
+            self._json(200, {"object": "list", "data": data, "model": "scripted",
+                             "usage": {"prompt_tokens": 1, "total_tokens": 1}})
             return
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": "unknown"})
