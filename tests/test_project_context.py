@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from shared.method import Fuzzy, compute
-from worker.project.context import (
+from shared.project_context import (
     FENCE_CLOSE,
     FENCE_OPEN,
     LIMIT_DESCRIPTION,
