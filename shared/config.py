@@ -42,6 +42,8 @@ class Settings:
     app_jwt_secret: str = field(default=INSECURE_DEV_SECRET, repr=False)
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:8000", "http://localhost:8000")
     public_url: str = "http://127.0.0.1:8000"
+    app_api_url: str = ""
+    app_api_timeout_s: float = 5.0
     answer: ModelRole = ModelRole(
         "answer", "local", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1"
     )
@@ -155,6 +157,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         allowed_origins=tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
         if origins is not None else d.allowed_origins,
         public_url=env.get("ASSISTANT_PUBLIC_URL", d.public_url).rstrip("/"),
+        app_api_url=env.get("ASSISTANT_APP_API_URL", d.app_api_url).rstrip("/"),
+        app_api_timeout_s=float(num("APP_API_TIMEOUT_S", d.app_api_timeout_s, float)),
         answer=answer,
         translation=translation,
         embeddings=embeddings,

@@ -15,13 +15,18 @@ def settings() -> Settings:
     return s
 
 
-def bearer_user() -> str:
-    """The user id of the request's `Authorization: Bearer <app JWT>`."""
+def bearer_token() -> str:
+    """The request's app JWT (`Authorization: Bearer ...`), not yet verified."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("missing bearer token")
-    return verify_access_token(token.strip(), settings().app_jwt_secret)
+    return token.strip()
+
+
+def bearer_user() -> str:
+    """The user id of the request's `Authorization: Bearer <app JWT>`."""
+    return verify_access_token(bearer_token(), settings().app_jwt_secret)
 
 
 def check_origin() -> None:

@@ -112,6 +112,24 @@ class TurnFollower:
         return self._take([frame])
 
 
+def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """The ask's fields plus the project context read with the user's token, if any."""
+    project_id = fields.get("project_id")
+    if not project_id:
+        return fields
+    if not settings.app_api_url:
+        raise Unavailable("no app API configured", public_message=(
+            "Project data is not available on this server."))
+    from web.app_api import AppApi, read_project_context
+
+    context, read_ms = read_project_context(
+        AppApi(settings.app_api_url, settings.app_api_timeout_s), app_token, project_id)
+    return {**fields, "project_context": {"text": context.text,
+                                          "grounding": list(context.grounding),
+                                          "read_ms": read_ms}}
+
+
 def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
                fields: dict[str, Any], sink: Any = None) -> tuple[Subscription, TurnFollower]:
     """Subscribe, record the owner and payload, log `accepted` (seq 0), then enqueue."""

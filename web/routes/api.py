@@ -6,10 +6,10 @@ import re
 
 from flask import Blueprint, Response, jsonify, request
 
-from shared.auth import mint_access_token
+from shared.auth import mint_access_token, verify_access_token
 from shared.errors import BadRequest, NotFound
 from shared.redis_client import redis_client
-from web.auth import bearer_user, check_origin, settings
+from web.auth import bearer_token, check_origin, settings
 from web.health import check_health
 from web.tickets import issue_ticket
 
@@ -21,9 +21,10 @@ DEMO_USER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 def create_ticket() -> tuple[Response, int]:
     """Exchange the app JWT for a single-use, short-lived WebSocket ticket."""
     check_origin()
-    user = bearer_user()
+    token = bearer_token()
     s = settings()
-    ticket = issue_ticket(redis_client(s), user, s.ticket_ttl_s)
+    user = verify_access_token(token, s.app_jwt_secret)
+    ticket = issue_ticket(redis_client(s), user, token, s.ticket_ttl_s)
     resp = jsonify({"ticket": ticket, "expires_in": s.ticket_ttl_s})
     resp.headers["Cache-Control"] = "no-store"
     return resp, 201

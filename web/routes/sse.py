@@ -13,11 +13,12 @@ from typing import Any
 
 from flask import Blueprint, Response, request, stream_with_context
 
+from shared.auth import verify_access_token
 from shared.errors import BadRequest
 from shared.frames import encode
 from shared.redis_client import redis_client
-from web.auth import bearer_user, check_origin, settings
-from web.follow import TurnFollower, follow_existing, start_turn
+from web.auth import bearer_token, bearer_user, check_origin, settings
+from web.follow import TurnFollower, follow_existing, project_fields, start_turn
 from web.relay import Relay, Subscription
 from web.routes.ws import TICK_S, parse_ask
 
@@ -68,12 +69,13 @@ def chat_stream() -> Response:
     from web import relay_for_process
 
     check_origin()
-    user = bearer_user()
+    token = bearer_token()
+    s = settings()
+    user = verify_access_token(token, s.app_jwt_secret)
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         raise BadRequest("bad body", public_message="The request body must be a JSON object.")
-    s = settings()
-    fields = parse_ask(body, s)
+    fields = project_fields(s, token, parse_ask(body, s))
     relay = relay_for_process()
     sub, follower = start_turn(redis_client(s), s, relay, user, fields)
     return sse_response(stream(relay, sub, follower, []))

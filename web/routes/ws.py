@@ -28,10 +28,10 @@ from shared.frames import encode
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
-from web.follow import TurnFollower, follow_existing, owns, start_turn
+from web.follow import TurnFollower, follow_existing, owns, project_fields, start_turn
 from web.relay import Relay, Subscription
 from web.sock import sock
-from web.tickets import consume_ticket
+from web.tickets import TicketGrant, consume_ticket
 
 WS_PATH = "/api/v1/assistant/ws"
 MAX_HISTORY = 50
@@ -46,7 +46,7 @@ def _authorize_upgrade() -> None:
     if request.path != WS_PATH:
         return
     check_origin()
-    g.ws_user = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
+    g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
 
 
 def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
@@ -83,9 +83,10 @@ class Session:
     """One socket. A reader thread feeds client frames into the inbox the relay also feeds,
     so this one loop is the only writer to the socket."""
 
-    def __init__(self, ws: Any, user: str, s: Settings, relay: Relay) -> None:
+    def __init__(self, ws: Any, grant: TicketGrant, s: Settings, relay: Relay) -> None:
         self.ws = ws
-        self.user = user
+        self.user = grant.user
+        self._app_token = grant.app_token  # memory only: for reading the user's project
         self.settings = s
         self.relay = relay
         self.redis = redis_client(s)
@@ -141,6 +142,7 @@ class Session:
             if kind == "ask":
                 fields = parse_ask(frame, self.settings)
                 self.ensure_idle()
+                fields = project_fields(self.settings, self._app_token, fields)
                 self.sub, self.follower = start_turn(self.redis, self.settings, self.relay,
                                                      self.user, fields, sink=self.inbox)
             elif kind == "resume":
@@ -208,7 +210,7 @@ def assistant_ws(ws: Any) -> None:
     """The WebSocket handler; per-connection errors are caught here, at its edge."""
     from web import relay_for_process
 
-    session = Session(ws, g.ws_user, settings(), relay_for_process())
+    session = Session(ws, g.ws_grant, settings(), relay_for_process())
     try:
         session.run()
     except ConnectionClosed:

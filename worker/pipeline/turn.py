@@ -41,11 +41,10 @@ class ProjectData:
 
 @dataclass(frozen=True)
 class TurnDeps:
-    """What a turn needs from outside: settings, the corpus, the project hook, cancel."""
+    """What a turn needs from outside: settings, the corpus, cancel."""
 
     settings: Settings
     connect: Connect
-    project: Callable[[TurnRequest], ProjectData | None] | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -95,9 +94,11 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
     trace.source_ids = [p.id for p in retrieval.passages]
     trace.models["embeddings"] = s.embeddings.model
     project = None
-    if req.project_id and deps.project is not None:
-        with emit.step("project"):
-            project = deps.project(req)
+    if req.project_text is not None:
+        # Read by the web tier with the user's own access before the turn was enqueued.
+        with emit.step("project") as d:
+            project = ProjectData(req.project_text, req.project_grounding)
+            d["read_ms"] = req.project_read_ms
     _check_time(first_token_deadline, deps)
     structured = s.answer_form == "structured"
     with emit.step("prompt"):

@@ -25,6 +25,10 @@ class TurnRequest:
     message: str
     history: tuple[Message, ...] = ()
     project_id: str | None = None
+    # The project block the web tier built with the user's own access (never the token).
+    project_text: str | None = None
+    project_grounding: tuple[str, ...] = ()
+    project_read_ms: float | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnRequest:
@@ -32,17 +36,27 @@ class TurnRequest:
         try:
             history = tuple(Message(str(m["role"]), str(m["content"]))
                             for m in data.get("history") or ())
+            project = data.get("project_context") or {}
             return cls(turn=str(data["turn"]), user=str(data["user"]),
                        message=str(data["message"]), history=history,
-                       project_id=data.get("project_id"))
+                       project_id=data.get("project_id"),
+                       project_text=project.get("text"),
+                       project_grounding=tuple(str(g) for g in project.get("grounding", ())),
+                       project_read_ms=project.get("read_ms"))
         except (KeyError, TypeError) as exc:
             raise BadRequest(f"malformed turn payload: {exc}") from None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-only task payload."""
-        return {"turn": self.turn, "user": self.user, "message": self.message,
-                "history": [{"role": m.role, "content": m.content} for m in self.history],
-                "project_id": self.project_id}
+        out: dict[str, Any] = {
+            "turn": self.turn, "user": self.user, "message": self.message,
+            "history": [{"role": m.role, "content": m.content} for m in self.history],
+            "project_id": self.project_id}
+        if self.project_text is not None:
+            out["project_context"] = {"text": self.project_text,
+                                      "grounding": list(self.project_grounding),
+                                      "read_ms": self.project_read_ms}
+        return out
 
 
 @dataclass(frozen=True)
