@@ -28,7 +28,7 @@ from shared.frames import FrameLog
 from tests import conftest
 from tests.wsutil import app_token, get_ticket
 
-FLOOR_PORT = 8019
+FLOOR_PORT = conftest.port(8019)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -124,15 +124,15 @@ def main() -> None:
         fast = {"ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted}/v1",
                 "ASSISTANT_LLM_BASE_URL": f"{scripted}/v1",
                 "ASSISTANT_EMBEDDING_BASE_URL": f"{scripted}/v1",
-                "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/9"}
-        st = conftest.start_stack(services, "latency", 8018, fast)
-        relay_st = conftest.start_stack(services, "relay", 8020, {
-            **fast, "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/8"})
+                "ASSISTANT_REDIS_URL": conftest.redis_url(9)}
+        st = conftest.start_stack(services, "latency", conftest.port(8018), fast)
+        relay_st = conftest.start_stack(services, "relay", conftest.port(8020), {
+            **fast, "ASSISTANT_REDIS_URL": conftest.redis_url(8)})
         relay_st.sup.stop(next(p for p in relay_st.sup.procs if p.name.endswith("worker")))
         floor = services.start("floor", [sys.executable, "-m", "gunicorn", "-k", "gevent", "-w",
                                          "1", "-b", f"127.0.0.1:{FLOOR_PORT}",
                                          "bench.floor_ws:app"],
-                               env={**os.environ, "FLOOR_REDIS": "redis://127.0.0.1:6379/8"})
+                               env={**os.environ, "FLOOR_REDIS": conftest.redis_url(8)})
         stack.wait_until(lambda: not stack.port_free("127.0.0.1", FLOOR_PORT), 30, "floor",
                          floor)
         try:

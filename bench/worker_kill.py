@@ -20,10 +20,10 @@ from simple_websocket import Client
 from corpus_jobs.client import ws_url
 from shared import turns
 from shared.redis_client import redis_client
-from tests.conftest import Stack, set_script, start_worker
+from tests.conftest import Stack, redis_url, set_script, start_worker
 from tests.wsutil import app_token, get_ticket
 
-KILL_ENV = {"ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/11"}
+KILL_ENV = {"ASSISTANT_REDIS_URL": redis_url(11)}
 CHUNKS = [f"part{i} " for i in range(60)] + ["end [1]."]
 
 
@@ -85,7 +85,7 @@ def main() -> None:
         conftest.start_services(settings, services, conftest.Plan(var_dir=conftest.VAR))
         conftest.build_index(settings, conftest.load_manifest(settings.corpus_manifest))
         scripted = conftest.start_scripted(services)
-        stack = conftest.start_stack(services, "kill", 8016, {
+        stack = conftest.start_stack(services, "kill", conftest.port(8016), {
             **KILL_ENV, "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted}/v1"})
         start_worker(stack.sup, "kill-second", stack.env)
         try:

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
+from limits import RateLimitItem, parse_many
+
 from shared.errors import ConfigError
 
 PROFILES = ("dev", "test", "deployed")
@@ -79,12 +81,41 @@ class Settings:
     answer_timeout_s: float = 180.0
     replay_ttl_s: int = 900
     corpus_manifest: str = "corpus_jobs/manifests/default.toml"
+    # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
+    user_message_limit: str = "60/hour"
+    client_request_limit: str = "20/minute"
+    global_message_limit: str = "600/hour"
+    daily_question_cap: int = 0  # questions a day across all visitors; 0 = off
+    max_turns_per_user: int = 2
+    max_turns_per_process: int = 8
+    max_turns_total: int = 0  # cluster-wide in-flight cap; 0 = off
+    # An in-flight slot is a lease renewed while its turn runs; a crashed holder frees it
+    # within this time.
+    slot_lease_s: float = 30.0
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
         """The configured model roles."""
         optional = tuple(r for r in (self.captions, self.judge) if r is not None)
         return (self.answer, self.translation, self.embeddings, *optional)
+
+
+RATE_UNITS = ("second", "minute", "hour", "day")
+
+
+def parse_rate(value: str, name: str) -> RateLimitItem:
+    """Parse one `limits` rate string ("60/hour", "3 per 2 seconds"), or raise ConfigError."""
+    try:
+        items = parse_many(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a rate such as 60/hour, not {value!r}") from None
+    if len(items) != 1:
+        raise ConfigError(f"{name} must be exactly one rate, not {value!r}")
+    item = items[0]
+    # Refusal messages name the window, and they only speak these units.
+    if item.GRANULARITY.name not in RATE_UNITS or item.amount < 1:
+        raise ConfigError(f"{name} must be at least 1 per second, minute, hour or day")
+    return item
 
 
 def _bool(value: str, name: str) -> bool:
@@ -139,6 +170,19 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
             raise ConfigError(f"ASSISTANT_{name} must be positive")
         return value
 
+    def count(name: str, default: int) -> int:
+        # Like num() but 0 is allowed: it switches an optional cap off.
+        raw = env.get(f"ASSISTANT_{name}")
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"ASSISTANT_{name} must be a whole number") from None
+        if value < 0:
+            raise ConfigError(f"ASSISTANT_{name} may not be negative (0 switches it off)")
+        return value
+
     origins = env.get("ASSISTANT_ALLOWED_ORIGINS")
     answer = _role(env, "answer", "ANSWER", d.answer, api_key)
     translation = _role(env, "translation", "LLM", d.translation, api_key)
@@ -189,6 +233,14 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         answer_timeout_s=float(num("ANSWER_TIMEOUT_S", d.answer_timeout_s, float)),
         replay_ttl_s=int(num("REPLAY_TTL_S", d.replay_ttl_s)),
         corpus_manifest=env.get("ASSISTANT_CORPUS_MANIFEST", d.corpus_manifest),
+        user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
+        client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),
+        global_message_limit=env.get("ASSISTANT_GLOBAL_MESSAGE_LIMIT", d.global_message_limit),
+        daily_question_cap=count("DAILY_QUESTION_CAP", d.daily_question_cap),
+        max_turns_per_user=int(num("MAX_TURNS_PER_USER", d.max_turns_per_user)),
+        max_turns_per_process=int(num("MAX_TURNS_PER_PROCESS", d.max_turns_per_process)),
+        max_turns_total=count("MAX_TURNS_TOTAL", d.max_turns_total),
+        slot_lease_s=float(num("SLOT_LEASE_S", d.slot_lease_s, float)),
     )
     validate(settings)
     return settings
@@ -202,6 +254,13 @@ def validate(settings: Settings) -> None:
         raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
     if settings.top_k > settings.candidates:
         raise ConfigError("ASSISTANT_TOP_K may not exceed ASSISTANT_CANDIDATES")
+    for env_name, value in (("ASSISTANT_USER_MESSAGE_LIMIT", settings.user_message_limit),
+                            ("ASSISTANT_CLIENT_REQUEST_LIMIT", settings.client_request_limit),
+                            ("ASSISTANT_GLOBAL_MESSAGE_LIMIT", settings.global_message_limit)):
+        parse_rate(value, env_name)
+    if settings.slot_lease_s < 0.5:
+        # Holders renew several times per lease; shorter leases lapse on ordinary jitter.
+        raise ConfigError("ASSISTANT_SLOT_LEASE_S must be at least 0.5 seconds")
     if settings.profile != "deployed":
         return
     problems = []

@@ -64,3 +64,49 @@ def turn_rerun(turn: str) -> str:
 def turn_abandoned(turn: str) -> str:
     """Claimed by the web process that ends a turn nobody runs any more."""
     return f"{PREFIX}turn:{turn}:abandoned"
+
+
+def _pseudonym(value: str) -> str:
+    # User ids and client addresses never appear in key names, only a hash of them.
+    return hashlib.sha256(f"become-assistant:limits:{value}".encode()).hexdigest()[:32]
+
+
+RATE_PREFIX = f"{PREFIX}rate"
+"""Prefix the `limits` storage puts before its own key names.
+
+A rate-limit key reads `ba:rate:LIMITER/<scope...>/<amount>/<multiples>/<unit>`; the scope parts
+come from the rate_* functions below and `limits` appends the rest.
+"""
+
+
+def rate_client(client_addr: str) -> tuple[str, ...]:
+    """Scope of the per-client-address request limit (a moving-window list in `limits`)."""
+    return ("addr", _pseudonym(client_addr))
+
+
+def rate_user(user: str) -> tuple[str, ...]:
+    """Scope of the per-user message limit."""
+    return ("user", _pseudonym(user))
+
+
+RATE_GLOBAL: tuple[str, ...] = ("global",)
+RATE_DAILY: tuple[str, ...] = ("daily",)
+
+
+def slots_user(user: str) -> str:
+    """Sorted set of one user's in-flight turns, scored by lease deadline (ms, Redis clock)."""
+    return f"{PREFIX}slots:user:{_pseudonym(user)}"
+
+
+def slots_process(process_id: str) -> str:
+    """Sorted set of the in-flight turns one web process serves, scored by lease deadline."""
+    return f"{PREFIX}slots:proc:{process_id}"
+
+
+SLOTS_ALL = f"{PREFIX}slots:all"
+"""Sorted set of every in-flight turn in the cluster, scored by lease deadline."""
+
+
+def slot_holder(turn: str) -> str:
+    """Hash naming the user and process sets a turn's slot sits in (for renew and release)."""
+    return f"{PREFIX}turn:{turn}:slot"

@@ -16,25 +16,43 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-VAR = REPO / "var" / "test"
-WEB_PORT = 8010
-CHAT_PORT = 8091
-EMBED_PORT = 8092
-SCRIPTED_PORT = 8095
-PG_PORT = 5434
+# Two test sessions can run side by side on one machine: BA_TEST_PORT_OFFSET moves every port
+# (and, when set, gives the session a Redis server of its own and its own data folders).
+OFFSET = int(os.environ.get("BA_TEST_PORT_OFFSET", "0"))
+VAR = REPO / "var" / ("test" if OFFSET == 0 else f"test-{OFFSET}")
+REDIS_PORT = 6379 if OFFSET == 0 else 6400 + OFFSET
+
+
+def port(base: int) -> int:
+    """A test port, moved by the session's offset."""
+    return base + OFFSET
+
+
+def redis_url(db: int, redis_port: int | None = None) -> str:
+    """A Redis URL of this test session."""
+    return f"redis://127.0.0.1:{redis_port or REDIS_PORT}/{db}"
+
+
+WEB_PORT = port(8010)
+CHAT_PORT = port(8091)
+EMBED_PORT = port(8092)
+SCRIPTED_PORT = port(8095)
+PG_PORT = port(5434)
 
 TEST_ENV = {
     "ASSISTANT_PROFILE": "test",
-    "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/15",
+    "ASSISTANT_REDIS_URL": redis_url(15),
     "ASSISTANT_CORPUS_DSN": f"postgresql://corpus_owner@127.0.0.1:{PG_PORT}/corpus",
     "ASSISTANT_CORPUS_READ_DSN": f"postgresql://corpus_reader@127.0.0.1:{PG_PORT}/corpus",
+    "ASSISTANT_DB_DSN": f"postgresql://assistant@127.0.0.1:{PG_PORT}/assistant",
     "ASSISTANT_ANSWER_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
     "ASSISTANT_APP_JWT_SECRET": "test-secret-for-the-test-profile-only-0123456789",
     "ASSISTANT_ALLOWED_ORIGINS": ",".join(
-        f"http://{h}:{p}" for h in ("127.0.0.1", "localhost") for p in range(8010, 8020)),
+        f"http://{h}:{p}" for h in ("127.0.0.1", "localhost")
+        for p in range(port(8010), port(8040))),
 }
 # Settings are read once per process: set the test environment before anything reads it.
 for _k in [k for k in os.environ if k.startswith("ASSISTANT_")]:
@@ -132,7 +150,7 @@ def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
 def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
     """Web + worker whose answer role is the scripted server (exact model output)."""
     s = start_stack(services, "scripted", WEB_PORT + 1, {
-        "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/14",
+        "ASSISTANT_REDIS_URL": redis_url(14),
         "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
         "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
@@ -148,7 +166,7 @@ def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[St
 def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
     """Sources off and short time limits (keep-alive 1 s, first token 3 s, answer 8 s)."""
     s = start_stack(services, "strict", WEB_PORT + 4, {
-        "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/12",
+        "ASSISTANT_REDIS_URL": redis_url(12),
         "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
         "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",

@@ -10,7 +10,7 @@ import pytest
 
 from corpus_jobs import stack
 from corpus_jobs.client import ask
-from tests.conftest import Stack, start_stack
+from tests.conftest import Stack, port, redis_url, start_stack
 from tests.wsutil import app_token
 from worker.pipeline.structured import AnswerFieldStream, verify
 from worker.pipeline.types import Passage, Retrieval
@@ -63,8 +63,8 @@ def test_broken_json_keeps_the_streamed_answer() -> None:
 
 @pytest.fixture(scope="module")
 def structured_stack(services: stack.Supervisor) -> Iterator[Stack]:
-    s = start_stack(services, "structured", 8017, {
-        "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6379/10", "ASSISTANT_ANSWER_FORM": "structured",
+    s = start_stack(services, "structured", port(8017), {
+        "ASSISTANT_REDIS_URL": redis_url(10), "ASSISTANT_ANSWER_FORM": "structured",
         "ASSISTANT_MAX_OUTPUT_TOKENS": "800"})
     try:
         yield s

@@ -9,12 +9,12 @@ import pytest
 
 from bench.worker_kill import KILL_ENV, run
 from corpus_jobs import stack
-from tests.conftest import Stack, start_stack, start_worker
+from tests.conftest import Stack, port, start_stack, start_worker
 
 
 @pytest.fixture()
 def two_worker_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
-    s = start_stack(services, "kill", 8016, {
+    s = start_stack(services, "kill", port(8016), {
         **KILL_ENV, "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1"})
     start_worker(s.sup, "kill-second", s.env)
     try:
