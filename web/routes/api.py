@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from flask import Blueprint, Response, jsonify, request
 
 from shared.auth import mint_access_token, verify_access_token
-from shared.errors import BadRequest, NotFound
+from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
 from web.auth import bearer_token, check_origin, settings
 from web.health import check_health
@@ -51,6 +52,54 @@ def dev_token() -> tuple[Response, int]:
         raise BadRequest("bad demo user", public_message="The user name is not valid.")
     return jsonify({"access_token": mint_access_token(user, s.app_jwt_secret),
                     "token_type": "bearer"}), 201
+
+
+@bp.get("/api/v1/assistant/projects")
+def my_projects() -> tuple[Response, int]:
+    """The caller's projects (id, name) for the panel's picker, read with their own token."""
+    from web.app_api import AppApi
+
+    check_origin()
+    token = bearer_token()
+    s = settings()
+    verify_access_token(token, s.app_jwt_secret)
+    if not s.app_api_url:
+        return jsonify({"projects": []}), 200
+    projects = AppApi(s.app_api_url, s.app_api_timeout_s).my_projects(token)
+    return jsonify({"projects": [{"id": str(p.get("id")), "name": str(p.get("name", ""))[:120]}
+                                 for p in projects if isinstance(p, dict)]}), 200
+
+
+@bp.post("/api/v1/dev/login")
+def dev_login() -> tuple[Response, int]:
+    """Demo sign-in (dev and test profiles only): forwards to the app's form login."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    s = settings()
+    if s.profile == "deployed" or not s.app_api_url:
+        raise NotFound("demo login disabled")
+    check_origin()
+    body = request.get_json(silent=True) or {}
+    email, password = body.get("email"), body.get("password")
+    if not isinstance(email, str) or not isinstance(password, str) or len(email) > 200 \
+            or len(password) > 200:
+        raise BadRequest("bad login", public_message="E-mail and password are required.")
+    data = urllib.parse.urlencode({"username": email, "password": password}).encode()
+    req = urllib.request.Request(f"{s.app_api_url}/api/v1/auth/login", data=data,
+                                 method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=s.app_api_timeout_s) as resp:  # noqa: S310
+            token = json.loads(resp.read())["access_token"]
+    except urllib.error.HTTPError as exc:
+        if exc.code in (400, 401, 422):
+            raise Unauthorized("demo login refused", public_message=(
+                "The e-mail or password is not right.")) from None
+        raise Unavailable("app login failed") from None
+    except (urllib.error.URLError, OSError, ValueError, KeyError):
+        raise Unavailable("app login failed") from None
+    return jsonify({"access_token": token, "token_type": "bearer"}), 201
 
 
 @bp.get("/api/v1/ping")
