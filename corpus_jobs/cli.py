@@ -118,9 +118,18 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         config, extra = evaluation.load_config(spec)
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
         s = dataclasses.replace(settings, corpus_read_dsn=dsn)
+        translate = None
+        if args.translate:
+            from worker.pipeline.rewrite import translate_for_search
+
+            def translate(text: str) -> tuple[str, str]:
+                return translate_for_search(s.translation, text, timeout_s=120), text
+
         report = evaluation.run_eval(
-            s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True))
-        report["name"] = spec
+            s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
+            translate)
+        report["name"] = spec + (" +translate" if args.translate else "")
+        report["translation_model"] = s.translation.model if args.translate else None
         return report
 
     def show(r: dict) -> None:
@@ -194,6 +203,8 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--compare", default=None, help="second settings, compared by bootstrap")
     er.add_argument("--dsn", default=None, help="read DSN of the index to evaluate")
     er.add_argument("--out", default=None, help="write the JSON report here")
+    er.add_argument("--translate", action="store_true",
+                    help="translate Czech questions with the translation role first")
     er.set_defaults(func=cmd_eval_retrieval)
     s = sub.add_parser("status", help="component health")
     s.add_argument("--url", default=DEFAULT_URL)

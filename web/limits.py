@@ -1,0 +1,364 @@
+"""Usage limits (spec section 9, B-2, B-28), shared by every web process through Redis.
+
+Rate limits use the `limits` package's MovingWindowRateLimiter over RedisStorage:
+
+* A fixed window counts per clock-aligned bucket, so a client can spend the whole allowance just
+  before a window edge and again just after it: twice the limit inside one window's length.
+* A sliding-window counter blends the previous bucket's count by elapsed fraction; it is cheaper
+  but only an approximation and can still let somewhat more than the limit through.
+* A moving window keeps the timestamp of every accepted hit (a Redis list of at most `amount`
+  entries) and counts those younger than the window, so *any* window-long span holds at most
+  `amount` hits. It is exact; the cost is one list entry per allowed hit, which is small at
+  these limits (60 per user, 600 global, the daily cap). Moving-window timestamps come from
+  the web process's clock, so web hosts must keep their clocks in sync (NTP).
+
+One message passes several limits (per user, global, optional daily). `limits` acquires each
+one atomically, but not several together, and it cannot undo a hit. So check_message first
+reads every window (get_window_stats, the same test `test()` does, and it also yields the
+reset time for retry_after) and refuses before consuming anything; only then does it hit. The
+hits go shared limits first and the user's own limit last: a hit that refuses consumes nothing,
+so the only leak left is a race lost between the read and the hit, and with this order it can
+only charge a shared counter for one refused message (never the user's own quota, which is
+charged only once every shared limit has accepted). Every limit errs toward refusing, never
+toward letting more through.
+
+In-flight caps (per user, per web process, optionally cluster-wide) are leases: one sorted set
+per scope, members are turn ids scored by their deadline on the Redis clock. A Lua script
+prunes expired members, checks every cap and adds to every set in one atomic step, so
+concurrent web processes can never overshoot a cap. The holder renews its lease while the turn
+runs; a crashed worker or web process stops renewing and its slot frees within the lease time.
+The scripts touch several keys, so this needs one Redis (not Redis Cluster), as the app does.
+
+If Redis cannot be reached, every check raises Unavailable (503): the service refuses turns
+rather than serve without limits.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import redis
+from limits import RateLimitItem, RateLimitItemPerDay
+from limits.errors import StorageError
+from limits.storage import RedisStorage
+from limits.strategies import MovingWindowRateLimiter
+
+from shared import keys
+from shared.config import Settings, parse_rate
+from shared.errors import RateLimited, TooLarge, Unavailable
+
+log = logging.getLogger(__name__)
+
+# A busy slot frees when some running turn ends, which nobody can predict; a few seconds is a
+# polite interval for the client to try again.
+BUSY_RETRY_AFTER_S = 5
+
+_STORE_ERRORS = (redis.RedisError, StorageError)
+
+
+# --- plain sentences in English or Czech ---------------------------------------------------
+
+# Czech forms after a number: 1 / 2-4 / 0 and 5+ (accusative, as in "za 5 minut").
+_CS_UNITS = {
+    "second": ("sekundu", "sekundy", "sekund"),
+    "minute": ("minutu", "minuty", "minut"),
+    "hour": ("hodinu", "hodiny", "hodin"),
+    "day": ("den", "dny", "dní"),
+}
+
+
+def _czech(lang: str) -> bool:
+    return lang.strip().lower().split("-")[0] == "cs"
+
+
+def _cs_form(n: int, forms: tuple[str, str, str]) -> str:
+    return forms[0] if n == 1 else forms[1] if 2 <= n <= 4 else forms[2]
+
+
+def _en_form(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _amount(n: int, unit: str, cs: bool) -> str:
+    """'12 minutes' / '12 minut'."""
+    return f"{n} {_cs_form(n, _CS_UNITS[unit]) if cs else _en_form(n, unit)}"
+
+
+def _wait(seconds: int, cs: bool) -> str:
+    """How long to wait, rounded up so that trying again then is never too early."""
+    if seconds < 90:
+        return _amount(seconds, "second", cs)
+    if seconds < 90 * 60:
+        return _amount(math.ceil(seconds / 60), "minute", cs)
+    return _amount(math.ceil(seconds / 3600), "hour", cs)
+
+
+def _window(item: RateLimitItem, cs: bool) -> str:
+    """'in the last hour' / 'za poslední hodinu' for the limit's window."""
+    unit, n = item.GRANULARITY.name, item.multiples
+    if cs:
+        last = "posledních" if n >= 5 else "poslední"
+        return f"za {last} {_amount(n, unit, cs) if n > 1 else _CS_UNITS[unit][0]}"
+    return f"in the last {_amount(n, unit, cs) if n > 1 else unit}"
+
+
+def _grouped(n: int, cs: bool) -> str:
+    # Czech groups thousands with a (non-breaking) space, English with a comma.
+    return f"{n:,}".replace(",", "\u00a0") if cs else f"{n:,}"
+
+
+def _again(seconds: int, cs: bool) -> str:
+    if cs:
+        return f"Zkuste to prosím znovu za {_wait(seconds, cs)}."
+    return f"Please try again in {_wait(seconds, cs)}."
+
+
+def _unavailable(lang: str) -> Unavailable:
+    if _czech(lang):
+        text = ("Asistent teď nemůže ověřit limity používání, proto dotazy nepřijímá. "
+                "Zkuste to prosím za chvíli.")
+    else:
+        text = ("The assistant cannot check its usage limits right now, so it is not taking "
+                "questions. Please try again shortly.")
+    return Unavailable("limit store unreachable", public_message=text)
+
+
+# --- rate limits ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str  # "client", "user", "global" or "daily": picks the refusal sentence
+    item: RateLimitItem
+    scope: tuple[str, ...]
+
+
+class Limiter:
+    """Rate limits (moving window, Redis) and the message length limit."""
+
+    def __init__(self, settings: Settings, client: redis.Redis) -> None:
+        """Share the app's connection pool; nothing is sent to Redis until the first check."""
+        storage = RedisStorage(settings.redis_url, connection_pool=client.connection_pool,
+                               key_prefix=keys.RATE_PREFIX, wrap_exceptions=True)
+        self._window = MovingWindowRateLimiter(storage)
+        self._max_chars = settings.max_message_chars
+        self._per_client = parse_rate(settings.client_request_limit,
+                                      "ASSISTANT_CLIENT_REQUEST_LIMIT")
+        self._per_user = parse_rate(settings.user_message_limit, "ASSISTANT_USER_MESSAGE_LIMIT")
+        self._global = parse_rate(settings.global_message_limit,
+                                  "ASSISTANT_GLOBAL_MESSAGE_LIMIT")
+        self._daily = (RateLimitItemPerDay(settings.daily_question_cap)
+                       if settings.daily_question_cap > 0 else None)
+
+    def check_request(self, client_addr: str, lang: str = "en") -> None:
+        """Count one ticket request or SSE start for a client address; raise RateLimited."""
+        rule = _Rule("client", self._per_client, keys.rate_client(client_addr))
+        try:
+            # A single limit: hit() checks and consumes atomically and consumes nothing when
+            # it refuses, so no separate test is needed.
+            if not self._window.hit(rule.item, *rule.scope):
+                raise self._refusal(rule, lang)
+        except _STORE_ERRORS as exc:
+            raise _unavailable(lang) from exc
+
+    def check_message(self, user: str, message: str, lang: str = "en") -> None:
+        """Check one message against length, per-user, global and daily limits; then count it."""
+        cs = _czech(lang)
+        # Local and free: before any Redis round trip.
+        if len(message) > self._max_chars:
+            if cs:
+                text = (f"Vaše zpráva má {_grouped(len(message), cs)} "
+                        f"{_cs_form(len(message), ('znak', 'znaky', 'znaků'))}, povolené "
+                        f"maximum je {_grouped(self._max_chars, cs)}. Zkraťte ji prosím.")
+            else:
+                text = (f"Your message is {_grouped(len(message), cs)} characters long; the "
+                        f"limit is {_grouped(self._max_chars, cs)}. Please shorten it.")
+            raise TooLarge(f"message of {len(message)} characters", public_message=text)
+        user_rule = _Rule("user", self._per_user, keys.rate_user(user))
+        shared = [_Rule("global", self._global, keys.RATE_GLOBAL)]
+        if self._daily is not None:
+            shared.insert(0, _Rule("daily", self._daily, keys.RATE_DAILY))
+        try:
+            # Read every window first (the user's own limit first: its sentence is the most
+            # useful one when several refuse), so a refusal consumes nothing anywhere.
+            for rule in (user_rule, *shared):
+                stats = self._window.get_window_stats(rule.item, *rule.scope)
+                if stats.remaining < 1:
+                    raise self._refusal(rule, lang, stats.reset_time)
+            # Then hit, shared limits first (see the module docstring): a refusal here means
+            # another process took the last slot between our read and our hit.
+            for rule in (*shared, user_rule):
+                if not self._window.hit(rule.item, *rule.scope):
+                    raise self._refusal(rule, lang)
+        except _STORE_ERRORS as exc:
+            raise _unavailable(lang) from exc
+
+    def _refusal(self, rule: _Rule, lang: str, reset_time: float | None = None) -> RateLimited:
+        """The 429 for a refused rule, with retry_after from the moving window's reset time."""
+        if reset_time is None:
+            reset_time = self._window.get_window_stats(rule.item, *rule.scope).reset_time
+        # The oldest hit in the window ages out at reset_time; then one slot is free.
+        retry = max(1, math.ceil(reset_time - time.time()))
+        cs, n = _czech(lang), rule.item.amount
+        window = _window(rule.item, cs)
+        if rule.kind == "client":
+            text = (f"Z vaší adresy přišlo příliš mnoho požadavků ({n} {window})." if cs else
+                    f"Too many requests from your address ({n} {window}).")
+        elif rule.kind == "user":
+            text = (f"{window.capitalize()} jste poslali {n} "
+                    f"{_cs_form(n, ('zprávu', 'zprávy', 'zpráv'))}." if cs else
+                    f"You have sent {n} {_en_form(n, 'message')} {window}.")
+        elif rule.kind == "global":
+            text = (f"Asistent dostal {window} nejvyšší povolený počet zpráv od všech uživatelů "
+                    f"({_grouped(n, cs)})." if cs else
+                    f"The assistant has reached its limit of {_grouped(n, cs)} "
+                    f"{_en_form(n, 'message')} {window} across all users.")
+        else:
+            text = (f"Asistent dosáhl denního limitu dotazů od všech návštěvníků "
+                    f"({_grouped(n, cs)})." if cs else
+                    f"The assistant has reached its limit of {_grouped(n, cs)} "
+                    f"{_en_form(n, 'question')} a day across all visitors.")
+        return RateLimited(f"{rule.kind} limit {rule.item}", retry_after=retry,
+                           public_message=f"{text} {_again(retry, cs)}")
+
+
+# --- in-flight leases ----------------------------------------------------------------------
+
+# Deadlines use the Redis server clock (TIME), so web hosts with skewed clocks agree on them.
+_NOW_MS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# A set's members all expire by its highest deadline, so the key may go then too (idle users
+# and dead processes leave nothing behind).
+_EXPIRE_SETS = """
+local function expire_at_last(key)
+  local top = redis.call('ZRANGE', key, 0, 0, 'REV', 'WITHSCORES')
+  if top[2] then redis.call('PEXPIREAT', key, math.floor(tonumber(top[2])) + 1000) end
+end
+"""
+
+# KEYS: user set, process set, cluster set, holder hash.
+# ARGV: turn, lease ms, user cap, process cap, cluster cap (0 = off).
+# Returns 0 when the slot is held, else which cap refused: 1 user, 2 process, 3 cluster.
+_ACQUIRE_LUA = _NOW_MS + _EXPIRE_SETS + """
+local turn = ARGV[1]
+for i = 1, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+-- Acquiring a turn that already holds a live slot only renews it (a retried request).
+if not redis.call('ZSCORE', KEYS[3], turn) then
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 1 end
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 2 end
+  local total = tonumber(ARGV[5])
+  if total > 0 and redis.call('ZCARD', KEYS[3]) >= total then return 3 end
+end
+local deadline = now + tonumber(ARGV[2])
+for i = 1, 3 do
+  redis.call('ZADD', KEYS[i], deadline, turn)
+  expire_at_last(KEYS[i])
+end
+redis.call('HSET', KEYS[4], 'user', KEYS[1], 'proc', KEYS[2])
+redis.call('PEXPIREAT', KEYS[4], deadline)
+return 0
+"""
+
+# KEYS: holder hash, user set, process set, cluster set. ARGV: turn, lease ms.
+# Returns 1 when renewed, 0 when the lease had lapsed: its slot may be someone else's by now,
+# so it is not taken back behind the caps' back.
+_RENEW_LUA = _NOW_MS + _EXPIRE_SETS + """
+local turn = ARGV[1]
+local score = redis.call('ZSCORE', KEYS[4], turn)
+if (not score) or tonumber(score) <= now then return 0 end
+local deadline = now + tonumber(ARGV[2])
+for i = 2, 4 do
+  redis.call('ZADD', KEYS[i], 'XX', deadline, turn)
+  expire_at_last(KEYS[i])
+end
+redis.call('PEXPIREAT', KEYS[1], deadline)
+return 1
+"""
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Leases:
+    """In-flight caps as expiring leases in Redis sorted sets (per user, process, cluster)."""
+
+    def __init__(self, settings: Settings, client: redis.Redis) -> None:
+        """Register the Lua scripts (sent to Redis on first use)."""
+        self._client = client
+        self.lease_s = settings.slot_lease_s
+        self._lease_ms = max(1, int(settings.slot_lease_s * 1000))
+        self._per_user = settings.max_turns_per_user
+        self._per_process = settings.max_turns_per_process
+        self._total = settings.max_turns_total
+        self._acquire = client.register_script(_ACQUIRE_LUA)
+        self._renew = client.register_script(_RENEW_LUA)
+
+    @property
+    def renew_every_s(self) -> float:
+        """How often a holder should renew: three tries per lease survive a slow round trip."""
+        return self.lease_s / 3
+
+    def acquire(self, user: str, turn: str, process_id: str, lang: str = "en") -> None:
+        """Take an in-flight slot for a turn, or raise RateLimited (429) when a cap is full."""
+        try:
+            refused = int(self._acquire(
+                keys=[keys.slots_user(user), keys.slots_process(process_id), keys.SLOTS_ALL,
+                      keys.slot_holder(turn)],
+                args=[turn, self._lease_ms, self._per_user, self._per_process, self._total]))
+        except redis.RedisError as exc:
+            raise _unavailable(lang) from exc
+        if refused == 0:
+            return
+        cs = _czech(lang)
+        if refused == 1:
+            n = self._per_user
+            text = (f"Už se vám připravuje nejvyšší povolený počet odpovědí najednou ({n}). "
+                    f"Zkuste to prosím znovu za {_wait(BUSY_RETRY_AFTER_S, cs)}, "
+                    "až se některá dokončí." if cs else
+                    f"You already have {n} {_en_form(n, 'answer')} in progress, the most "
+                    f"allowed at once. Please try again in {_wait(BUSY_RETRY_AFTER_S, cs)}, "
+                    "once one has finished.")
+        else:
+            text = ("Asistent právě odpovídá na jiné dotazy. " if cs else
+                    "The assistant is busy answering other questions. ")
+            text += _again(BUSY_RETRY_AFTER_S, cs)
+        scope = {1: "user", 2: "process", 3: "cluster"}[refused]
+        raise RateLimited(f"{scope} in-flight cap", retry_after=BUSY_RETRY_AFTER_S,
+                          public_message=text)
+
+    def renew(self, turn: str) -> bool:
+        """Extend a live lease by the lease time; False if it had already lapsed or is gone."""
+        try:
+            user_key, proc_key = (_text(v) for v in
+                                  self._client.hmget(keys.slot_holder(turn), ["user", "proc"]))
+            if user_key is None or proc_key is None:
+                return False
+            return bool(self._renew(keys=[keys.slot_holder(turn), user_key, proc_key,
+                                          keys.SLOTS_ALL],
+                                    args=[turn, self._lease_ms]))
+        except redis.RedisError as exc:
+            raise _unavailable("en") from exc
+
+    def release(self, turn: str) -> None:
+        """Free a turn's slot now; if Redis is unreachable the lease simply runs out instead."""
+        try:
+            user_key, proc_key = (_text(v) for v in
+                                  self._client.hmget(keys.slot_holder(turn), ["user", "proc"]))
+            pipe = self._client.pipeline(transaction=True)
+            for key in (user_key, proc_key):
+                if key is not None:
+                    pipe.zrem(key, turn)
+            pipe.zrem(keys.SLOTS_ALL, turn)
+            pipe.delete(keys.slot_holder(turn))
+            pipe.execute()
+        except redis.RedisError:
+            # Release usually runs in a `finally` while another error is in flight; raising
+            # here would mask it, and the slot frees itself at its deadline anyway.
+            log.warning("could not release in-flight slot; it frees when its lease runs out")
