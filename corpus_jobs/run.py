@@ -31,6 +31,7 @@ class Plan:
     web_workers: int = 2
     worker_concurrency: int = 8
     name: str = "turns"
+    demo_port: int = 8030
     web: bool = True
     worker: bool = True
     beat: bool = True
@@ -39,6 +40,21 @@ class Plan:
 
 def _celery(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "worker.celery_app", *args]
+
+
+def start_demo_app(settings: Settings, sup: stack.Supervisor, plan: Plan) -> str | None:
+    """In dev, with no app API configured, the demo BeCoMe app on the embedded PostgreSQL."""
+    if settings.profile == "deployed" or settings.app_api_url:
+        return None
+    from corpus_jobs.demo_app import bootstrap_demo_db
+    from corpus_jobs.demo_app import start_demo_app as start
+
+    owner = conninfo_to_dict(settings.corpus_dsn)
+    if str(owner.get("host", "")) not in LOOPBACK:
+        return None
+    admin = f"postgresql://postgres@127.0.0.1:{int(owner.get('port') or 5432)}/postgres"
+    env = dict(os.environ, ASSISTANT_APP_JWT_SECRET=settings.app_jwt_secret)
+    return start(sup, plan.demo_port, bootstrap_demo_db(admin), env)
 
 
 def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
@@ -120,12 +136,20 @@ def run_forever(settings: Settings, plan: Plan) -> int:
     try:
         print("Starting services (logs in var/log/)…", flush=True)
         start_services(settings, sup, plan)
+        demo = start_demo_app(settings, sup, plan)
+        if demo:
+            # The web and worker processes read the app API's address from the environment.
+            os.environ["ASSISTANT_APP_API_URL"] = demo
         build_default_index(settings)
         start_processes(sup, plan)
+        demo_lines = (f"  Demo BeCoMe app: {demo} (sign in on the panel as alice@example.com, "
+                      "bob@example.com or carol@example.com, password demo-password)\n"
+                      if demo else "")
         print(f"\nbecome-assistant is running.\n"
               f"  Panel:  http://{plan.web_bind}/\n"
               f"  Health: http://{plan.web_bind}/healthz\n"
               f"  Flower: http://127.0.0.1:{plan.flower_port}/\n"
+              f"{demo_lines}"
               f"Press Ctrl-C to stop everything.", flush=True)
         while not stopping:
             dead = sup.check_alive()

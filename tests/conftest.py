@@ -198,3 +198,34 @@ def wait_for(check, timeout_s: float = 30.0, interval: float = 0.2) -> bool:  # 
             return True
         time.sleep(interval)
     return False
+
+
+@pytest.fixture(scope="session")
+def demo_app(services: stack.Supervisor) -> Iterator[str]:
+    """The demo BeCoMe app (real HTTP, its own database on the test PostgreSQL); its URL."""
+    from corpus_jobs.demo_app import bootstrap_demo_db, start_demo_app
+
+    dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")
+    sup = stack.Supervisor(VAR / "log")
+    try:
+        yield start_demo_app(sup, port(8031), dsn, stack_env({}))
+    finally:
+        sup.stop_all()
+
+
+@pytest.fixture(scope="session")
+def project_stack(services: stack.Supervisor, scripted_llm: str, demo_app: str
+                  ) -> Iterator[Stack]:
+    """Web + worker reading projects from the demo app; the scripted model captures input."""
+    s = start_stack(services, "project", WEB_PORT + 11, {
+        "ASSISTANT_REDIS_URL": redis_url(6),
+        "ASSISTANT_APP_API_URL": demo_app,
+        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
+        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_LLM_MODEL": "scripted",
+    })
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
