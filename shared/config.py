@@ -81,6 +81,10 @@ class Settings:
     answer_timeout_s: float = 180.0
     replay_ttl_s: int = 900
     corpus_manifest: str = "corpus_jobs/manifests/default.toml"
+    ws_max_frame_bytes: int = 256 * 1024
+    ws_frames_per_second: int = 20
+    ws_idle_s: float = 300.0
+    trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
     client_request_limit: str = "20/minute"
@@ -233,6 +237,10 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         answer_timeout_s=float(num("ANSWER_TIMEOUT_S", d.answer_timeout_s, float)),
         replay_ttl_s=int(num("REPLAY_TTL_S", d.replay_ttl_s)),
         corpus_manifest=env.get("ASSISTANT_CORPUS_MANIFEST", d.corpus_manifest),
+        ws_max_frame_bytes=int(num("WS_MAX_FRAME_BYTES", d.ws_max_frame_bytes)),
+        ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
+        ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
+        trusted_proxies=env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),
         global_message_limit=env.get("ASSISTANT_GLOBAL_MESSAGE_LIMIT", d.global_message_limit),

@@ -49,6 +49,12 @@ TEST_ENV = {
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
+    # The suite sends many messages as one user from one address: generous quotas here;
+    # tests/test_limits.py and the hardening tests exercise the real ones.
+    "ASSISTANT_USER_MESSAGE_LIMIT": "100000/hour",
+    "ASSISTANT_CLIENT_REQUEST_LIMIT": "100000/minute",
+    "ASSISTANT_GLOBAL_MESSAGE_LIMIT": "1000000/hour",
+    "ASSISTANT_MAX_TURNS_PER_USER": "4",
     "ASSISTANT_APP_JWT_SECRET": "test-secret-for-the-test-profile-only-0123456789",
     "ASSISTANT_ALLOWED_ORIGINS": ",".join(
         f"http://{h}:{p}" for h in ("127.0.0.1", "localhost")

@@ -19,13 +19,14 @@ QUESTION = "How does the search work?"
 def test_real_model_answers_over_websocket(real_stack: Stack) -> None:
     frames, done = ask(real_stack.base_url, app_token(real_stack), QUESTION, timeout_s=180)
     assert done["type"] == "done", done
+    frames = [f for f in frames if f["type"] != "ping"]
     assert [f["seq"] for f in frames] == list(range(len(frames)))
     tokens = "".join(f["text"] for f in frames if f["type"] == "token")
     assert tokens == done["answer"] and len(done["answer"]) > 20
     assert done["usage"]["model"] == "SmolLM2-135M-Instruct"
     sources = done["sources"]
-    assert sources and all(s["source"] == "docs/how-it-works.md" for s in sources[:1])
-    assert any("search" in s["section"].lower() for s in sources)
+    assert sources and any(s["source"] == "docs/how-it-works.md"
+                           and "How the search works" in s["section"] for s in sources)
     cited = done["checks"]["citations"]["cited"]
     assert cited == [int(n) for n in dict.fromkeys(re.findall(r"\[(\d+)\]", done["answer"]))]
 
@@ -37,6 +38,6 @@ def test_cli_ask_streams_and_prints_sources(real_stack: Stack) -> None:
         cwd=REPO, env=real_stack.env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr
     assert "Sources:" in proc.stdout
-    assert re.search(r"\[1\] How the BeCoMe assistant works — .*How the search works",
-                     proc.stdout)
+    sources = proc.stdout.split("Sources:")[1]
+    assert re.search(r"\[\d\] How the BeCoMe assistant works — .*How the search works", sources)
     assert re.search(r"\[[1-3]\]", proc.stdout.split("Sources:")[0]), "the answer cites [n]"

@@ -32,8 +32,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app = Flask(__name__)
     settings: Settings = (config or {}).get("SETTINGS") or get_settings()
-    app.config.update(SETTINGS=settings, MAX_CONTENT_LENGTH=64 * 1024,
-                      JSON_SORT_KEYS=False)
+    app.config.update(SETTINGS=settings, MAX_CONTENT_LENGTH=settings.ws_max_frame_bytes,
+                      JSON_SORT_KEYS=False,
+                      # Larger frames close the socket with 1009 (simple-websocket does it).
+                      SOCK_SERVER_OPTIONS={"max_message_size": settings.ws_max_frame_bytes,
+                                           "ping_interval": None})
     app.config.update({k: v for k, v in (config or {}).items() if k != "SETTINGS"})
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

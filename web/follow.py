@@ -20,6 +20,7 @@ from shared.auth import user_hash
 from shared.config import Settings
 from shared.errors import NotFound, TimedOut, Unavailable
 from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
+from shared.language import detect_language
 from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
@@ -74,7 +75,14 @@ class TurnFollower:
                 self.attempt = int(f.get("attempt", self.attempt))
             if f.get("type") in TERMINAL_TYPES:
                 self.done = True
+                self._release_slot()
         return out
+
+    def _release_slot(self) -> None:
+        """The turn is over: free its in-flight slot now (the worker frees it too)."""
+        from web.guard import leases
+
+        leases(self.settings).release(self.turn)
 
     def watch(self) -> list[dict[str, Any]]:
         """On silence: fill gaps from the log, then check that a worker still runs the turn."""
@@ -132,11 +140,21 @@ def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
 
 def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
                fields: dict[str, Any], sink: Any = None) -> tuple[Subscription, TurnFollower]:
-    """Subscribe, record the owner and payload, log `accepted` (seq 0), then enqueue."""
+    """Limits, then subscribe, record owner and payload, log `accepted` (seq 0), enqueue.
+
+    Every limit is checked here, before any model call: the message quotas, then an
+    in-flight slot (a lease the worker renews while the turn runs).
+    """
+    from web.guard import leases, limiter, process_id
+
     turn = uuid.uuid4().hex
+    lang = detect_language(str(fields.get("message", "")))
+    limiter(settings).check_message(user, str(fields.get("message", "")), lang)
+    leases(settings).acquire(user, turn, process_id(), lang)
     try:
         sub = relay.subscribe(turn, sink=sink)
     except redis.RedisError as exc:
+        leases(settings).release(turn)
         raise Unavailable("cannot subscribe") from exc
     try:
         payload = {"turn": turn, "user": user_hash(user), "attempt": 1, **fields}
@@ -150,6 +168,7 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
         turn_queue.enqueue(payload)
     except (redis.RedisError, OSError) as exc:
         relay.unsubscribe(sub)
+        leases(settings).release(turn)
         raise Unavailable("cannot enqueue") from exc
     return sub, follower
 

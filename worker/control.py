@@ -11,6 +11,8 @@ from types import TracebackType
 import redis
 
 from shared import turns
+from shared.errors import Unavailable
+from shared.limits import Leases
 
 log = logging.getLogger(__name__)
 TICK_S = 0.5
@@ -19,8 +21,10 @@ TICK_S = 0.5
 class TurnControl:
     """A background thread per running turn: lease renewal and the cancel flag."""
 
-    def __init__(self, client: redis.Redis, turn: str, attempt: int, lease_s: float) -> None:
+    def __init__(self, client: redis.Redis, turn: str, attempt: int, lease_s: float,
+                 slots: Leases | None = None) -> None:
         self._client = client
+        self._slots = slots
         self.turn = turn
         self._lease_s = lease_s
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{attempt}"
@@ -41,10 +45,13 @@ class TurnControl:
             turns.release_lease(self._client, self.turn)
         except redis.RedisError:
             log.warning("turn %s: could not release its lease", self.turn)
+        if self._slots is not None:
+            self._slots.release(self.turn)
 
     def _run(self) -> None:
         ticks = 0
         renew_every = max(1, int(self._lease_s / 3 / TICK_S))
+        slot_every = max(1, int(self._slots.renew_every_s / TICK_S)) if self._slots else 0
         while not self._stop.wait(TICK_S):
             ticks += 1
             try:
@@ -52,5 +59,8 @@ class TurnControl:
                     self.cancelled.set()
                 if ticks % renew_every == 0:
                     turns.hold_lease(self._client, self.turn, self.holder, self._lease_s)
-            except redis.RedisError:
+                if self._slots is not None and ticks % slot_every == 0:
+                    # The user's in-flight slot lives as long as a worker runs the turn.
+                    self._slots.renew(self.turn)
+            except (redis.RedisError, Unavailable):
                 log.warning("turn %s: Redis unreachable from the turn control", self.turn)

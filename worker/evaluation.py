@@ -17,7 +17,7 @@ import psycopg
 
 from shared.config import Settings
 from shared.corpus_store import StoredPassage
-from worker.pipeline.language import detect_language
+from shared.language import detect_language
 from worker.pipeline.retrieve import RetrievalConfig, rank
 
 MRR_DEPTH = 10

@@ -22,6 +22,7 @@ from shared.celery_config import TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
 from shared.errors import AssistantError
 from shared.frames import FrameLog
+from shared.limits import Leases
 from shared.redis_client import redis_client
 from worker.control import TurnControl
 from worker.db import corpus_connection
@@ -58,7 +59,8 @@ def answer_turn(payload: dict[str, Any]) -> None:
         emit.error(exc.code, exc.public_message)
         return
     trace = traces.Trace(turn=turn, user_hash=req.user, attempt=attempt)
-    with TurnControl(client, turn, attempt, settings.turn_lease_s) as control:
+    with TurnControl(client, turn, attempt, settings.turn_lease_s,
+                     Leases(settings, client)) as control:
         deps = TurnDeps(settings, lambda: corpus_connection(settings),
                         cancelled=control.cancelled)
         run_turn(req, deps, emit, trace)

@@ -11,6 +11,7 @@ from shared.auth import mint_access_token, verify_access_token
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
 from web.auth import bearer_token, check_origin, settings
+from web.guard import current_client, limiter, preferred_lang
 from web.health import check_health
 from web.tickets import issue_ticket
 
@@ -22,8 +23,9 @@ DEMO_USER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 def create_ticket() -> tuple[Response, int]:
     """Exchange the app JWT for a single-use, short-lived WebSocket ticket."""
     check_origin()
-    token = bearer_token()
     s = settings()
+    limiter(s).check_request(current_client(s), preferred_lang())
+    token = bearer_token()
     user = verify_access_token(token, s.app_jwt_secret)
     ticket = issue_ticket(redis_client(s), user, token, s.ticket_ttl_s)
     resp = jsonify({"ticket": ticket, "expires_in": s.ticket_ttl_s})
@@ -46,6 +48,7 @@ def dev_token() -> tuple[Response, int]:
     if s.profile == "deployed":
         raise NotFound("dev token disabled")
     check_origin()
+    limiter(s).check_request(current_client(s), preferred_lang())
     body = request.get_json(silent=True) or {}
     user = body.get("user", "demo") if isinstance(body, dict) else None
     if not isinstance(user, str) or not DEMO_USER.match(user):
@@ -81,6 +84,7 @@ def dev_login() -> tuple[Response, int]:
     if s.profile == "deployed" or not s.app_api_url:
         raise NotFound("demo login disabled")
     check_origin()
+    limiter(s).check_request(current_client(s), preferred_lang())
     body = request.get_json(silent=True) or {}
     email, password = body.get("email"), body.get("password")
     if not isinstance(email, str) or not isinstance(password, str) or len(email) > 200 \

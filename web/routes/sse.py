@@ -19,6 +19,7 @@ from shared.frames import encode
 from shared.redis_client import redis_client
 from web.auth import bearer_token, bearer_user, check_origin, settings
 from web.follow import TurnFollower, follow_existing, project_fields, start_turn
+from web.guard import current_client, limiter, preferred_lang
 from web.relay import Relay, Subscription
 from web.routes.ws import TICK_S, parse_ask
 
@@ -69,8 +70,9 @@ def chat_stream() -> Response:
     from web import relay_for_process
 
     check_origin()
-    token = bearer_token()
     s = settings()
+    limiter(s).check_request(current_client(s), preferred_lang())
+    token = bearer_token()
     user = verify_access_token(token, s.app_jwt_secret)
     body = request.get_json(silent=True)
     if not isinstance(body, dict):

@@ -94,6 +94,9 @@ class Session:
         self.sub: Subscription | None = None
         self.follower: TurnFollower | None = None
         self.last_sent = time.monotonic()
+        self.last_heard = time.monotonic()
+        self._window: list[float] = []  # arrival times of the last second's client frames
+        self._floods = 0
 
     def send(self, frame: dict[str, Any]) -> None:
         """Send a frame (only the session loop writes to the socket)."""
@@ -109,6 +112,13 @@ class Session:
         except ConnectionClosed:
             self.inbox.put(("closed", None))
 
+    def _flooding(self) -> bool:
+        """True when this frame exceeds the per-connection frames-per-second cap."""
+        now = time.monotonic()
+        self._window = [t for t in self._window if now - t < 1.0]
+        self._window.append(now)
+        return len(self._window) > self.settings.ws_frames_per_second
+
     def run(self) -> None:
         """Serve the socket until it closes; an open turn keeps running without it."""
         threading.Thread(target=self._read, name="ws-reader", daemon=True).start()
@@ -123,8 +133,17 @@ class Session:
                     return
                 if kind == "frame":
                     self.relay_frames(self.follower.accept(item) if self.follower else [])
-                else:
-                    self.on_client(item)
+                    continue
+                self.last_heard = time.monotonic()
+                if self._flooding():
+                    self._floods += 1
+                    if self._floods > 3 * self.settings.ws_frames_per_second:
+                        self.ws.close(1008, "Too many frames.")
+                        return
+                    self.send(ws_error(RateLimited("frame flood", retry_after=1,
+                                                   public_message="Too many messages at once.")))
+                    continue
+                self.on_client(item)
         finally:
             self.end_turn()
 
@@ -189,9 +208,12 @@ class Session:
             self.end_turn()
 
     def on_tick(self) -> None:
-        """A second without frames: watch the turn, and ping while the stream is silent."""
+        """A second without frames: watch the turn, ping while silent, close when idle."""
         if self.follower is not None and not self.follower.done:
             self.relay_frames(self.follower.watch())
+        elif time.monotonic() - self.last_heard > self.settings.ws_idle_s:
+            self.ws.close(1000, "Closed after a period without activity.")
+            raise ConnectionClosed(1000, "idle")
         if self.follower is not None and not self.follower.done and \
                 time.monotonic() - self.last_sent >= self.settings.ping_interval_s:
             self.send({"type": "ping"})

@@ -14,11 +14,11 @@ import psycopg
 
 from shared.config import Settings
 from shared.errors import AssistantError, TimedOut
+from shared.language import detect_language
 from shared.traces import Trace
 from worker.emit import TurnEmitter
 from worker.pipeline.checks import check_citations
 from worker.pipeline.generate import Cancelled, stream_answer
-from worker.pipeline.language import detect_language
 from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages

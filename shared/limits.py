@@ -13,14 +13,17 @@ Rate limits use the `limits` package's MovingWindowRateLimiter over RedisStorage
   the web process's clock, so web hosts must keep their clocks in sync (NTP).
 
 One message passes several limits (per user, global, optional daily). `limits` acquires each
-one atomically, but not several together, and it cannot undo a hit. So check_message first
-reads every window (get_window_stats, the same test `test()` does, and it also yields the
-reset time for retry_after) and refuses before consuming anything; only then does it hit. The
-hits go shared limits first and the user's own limit last: a hit that refuses consumes nothing,
-so the only leak left is a race lost between the read and the hit, and with this order it can
-only charge a shared counter for one refused message (never the user's own quota, which is
-charged only once every shared limit has accepted). Every limit errs toward refusing, never
-toward letting more through.
+one atomically (a refused hit consumes nothing), but not several together, and it cannot undo
+a hit. So check_message first reads the windows (get_window_stats: the same test `test()` does,
+and it also gives the reset time for retry_after) and refuses before consuming anything; only
+then does it hit. The hits go shared limits first and the user's own limit last. The first hit
+needs no read before it (nothing has been consumed yet when it refuses), which saves a round
+trip. The only leak left is a race lost between a read and its hit (another process took the
+last slot in between); with this order it can only charge a shared counter for one refused
+message, never the user's own quota, which is charged only once every shared limit has
+accepted. Shared limits are the contended ones, so they are where such a race happens, and
+they are hit before anything else is consumed. Every limit errs toward refusing, never toward
+letting more through.
 
 In-flight caps (per user, per web process, optionally cluster-wide) are leases: one sorted set
 per scope, members are turn ids scored by their deadline on the Redis clock. A Lua script
@@ -96,7 +99,7 @@ def _wait(seconds: int, cs: bool) -> str:
     return _amount(math.ceil(seconds / 3600), "hour", cs)
 
 
-def _window(item: RateLimitItem, cs: bool) -> str:
+def _window_phrase(item: RateLimitItem, cs: bool) -> str:
     """'in the last hour' / 'za poslední hodinu' for the limit's window."""
     unit, n = item.GRANULARITY.name, item.multiples
     if cs:
@@ -181,16 +184,19 @@ class Limiter:
         shared = [_Rule("global", self._global, keys.RATE_GLOBAL)]
         if self._daily is not None:
             shared.insert(0, _Rule("daily", self._daily, keys.RATE_DAILY))
+        hits = (*shared, user_rule)  # shared limits first: see the module docstring
         try:
-            # Read every window first (the user's own limit first: its sentence is the most
-            # useful one when several refuse), so a refusal consumes nothing anywhere.
-            for rule in (user_rule, *shared):
+            # Read every window that is not hit first, the user's own limit first (its
+            # sentence is the most useful one when several refuse), so that a refusal
+            # consumes nothing anywhere. The first hit needs no read: a refused hit consumes
+            # nothing, and nothing has been hit before it.
+            for rule in (user_rule, *shared[1:]):
                 stats = self._window.get_window_stats(rule.item, *rule.scope)
                 if stats.remaining < 1:
                     raise self._refusal(rule, lang, stats.reset_time)
-            # Then hit, shared limits first (see the module docstring): a refusal here means
-            # another process took the last slot between our read and our hit.
-            for rule in (*shared, user_rule):
+            for rule in hits:
+                # A refusal after the first hit means another process took the last slot
+                # between our read and our hit.
                 if not self._window.hit(rule.item, *rule.scope):
                     raise self._refusal(rule, lang)
         except _STORE_ERRORS as exc:
@@ -203,7 +209,7 @@ class Limiter:
         # The oldest hit in the window ages out at reset_time; then one slot is free.
         retry = max(1, math.ceil(reset_time - time.time()))
         cs, n = _czech(lang), rule.item.amount
-        window = _window(rule.item, cs)
+        window = _window_phrase(rule.item, cs)
         if rule.kind == "client":
             text = (f"Z vaší adresy přišlo příliš mnoho požadavků ({n} {window})." if cs else
                     f"Too many requests from your address ({n} {window}).")
@@ -238,7 +244,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 _EXPIRE_SETS = """
 local function expire_at_last(key)
   local top = redis.call('ZRANGE', key, 0, 0, 'REV', 'WITHSCORES')
-  if top[2] then redis.call('PEXPIREAT', key, math.floor(tonumber(top[2])) + 1000) end
+  if top[2] then redis.call('PEXPIREAT', key, math.floor(tonumber(top[2]))) end
 end
 """
 

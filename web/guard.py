@@ -1,0 +1,48 @@
+"""Per-process access to the shared limits: request rate, message quotas, in-flight slots."""
+
+from __future__ import annotations
+
+import os
+import socket
+from functools import lru_cache
+
+from flask import request
+
+from shared.config import Settings
+from shared.limits import Leases, Limiter
+from shared.redis_client import redis_client
+from web.client_addr import IPNetwork, client_address, parse_networks
+
+
+@lru_cache(maxsize=4)
+def limiter(settings: Settings) -> Limiter:
+    """The Limiter of these settings."""
+    return Limiter(settings, redis_client(settings))
+
+
+@lru_cache(maxsize=4)
+def leases(settings: Settings) -> Leases:
+    """The in-flight slot leases of these settings."""
+    return Leases(settings, redis_client(settings))
+
+
+def process_id() -> str:
+    """This web process, for the per-process in-flight cap."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@lru_cache(maxsize=4)
+def _proxies(spec: str) -> tuple[IPNetwork, ...]:
+    return parse_networks(spec)
+
+
+def current_client(settings: Settings) -> str:
+    """The client address of the current request (forwarded only via trusted proxies)."""
+    return client_address(request.remote_addr, request.headers.get("X-Forwarded-For"),
+                          _proxies(settings.trusted_proxies))
+
+
+def preferred_lang() -> str:
+    """'cs' when the browser prefers Czech, else 'en' (for refusal sentences)."""
+    best = request.accept_languages.best_match(["en", "cs"]) if request else None
+    return best or "en"

@@ -1,0 +1,99 @@
+// The demo page at /: sign in as a demo user (or use the BeCoMe app's stored token, or an
+// anonymous demo token), pick a project, and talk to the panel mounted in #assistant.
+"use strict";
+
+(function () {
+  const A = window.BecomeAssistant;
+  const form = document.getElementById("demo-login");
+  const email = document.getElementById("demo-email");
+  const password = document.getElementById("demo-password");
+  const signOut = document.getElementById("demo-signout");
+  const who = document.getElementById("demo-who");
+  const state = {token: null, user: null, whoKey: null, whoParams: null, anon: null};
+
+  function storedAppToken() {
+    try { return window.localStorage.getItem("become_token"); } catch (err) { return null; }
+  }
+
+  async function anonymousToken() {
+    if (state.anon) return state.anon;
+    const resp = await fetch("/api/v1/dev/token", {
+      method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({user: "demo"}),
+    });
+    if (!resp.ok) throw new Error(A.t(panel.lang, "error.signIn"));
+    state.anon = (await resp.json()).access_token;
+    return state.anon;
+  }
+
+  // The token the panel sends: the demo sign-in's, else the app's, else an anonymous one.
+  async function getToken() {
+    return state.token || storedAppToken() || anonymousToken();
+  }
+
+  const panel = A.mount(document.getElementById("assistant"), {
+    getToken: getToken, projectPicker: true, setDocumentLang: true,
+  });
+
+  function setWho(key, params) {
+    state.whoKey = key;
+    state.whoParams = params || null;
+    who.textContent = key ? A.t(panel.lang, key, params) : "";
+  }
+
+  function translatePage() {
+    document.querySelectorAll("[data-i18n]").forEach((node) => {
+      node.textContent = A.t(panel.lang, node.dataset.i18n);
+    });
+    document.title = A.t(panel.lang, "panel.title");
+    if (state.whoKey) setWho(state.whoKey, state.whoParams);
+  }
+
+  function signedIn(token, key, params) {
+    state.token = token;
+    signOut.hidden = !token;
+    setWho(key, params);
+    panel.loadProjects();
+  }
+
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    setWho("demo.signingIn");
+    let resp;
+    try {
+      resp = await fetch("/api/v1/dev/login", {
+        method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify({email: email.value.trim(), password: password.value}),
+      });
+    } catch (err) {
+      setWho("demo.loginFailed", {text: A.t(panel.lang, "error.connection")});
+      return;
+    }
+    if (resp.status === 404) {  // no app to sign in to here: an anonymous demo token
+      try {
+        signedIn(await anonymousToken(), "demo.loginUnavailable");
+      } catch (err) {
+        setWho("demo.loginFailed", {text: err.message});
+      }
+      return;
+    }
+    let body = null;
+    try { body = await resp.json(); } catch (err) { body = null; }
+    if (!resp.ok || !body || !body.access_token) {
+      const text = body && body.error ? body.error.message : A.t(panel.lang, "error.signIn");
+      setWho("demo.loginFailed", {text: text});
+      return;
+    }
+    password.value = "";
+    signedIn(body.access_token, "demo.signedIn", {user: email.value.trim()});
+  });
+
+  signOut.addEventListener("click", () => {
+    signedIn(null, storedAppToken() ? "demo.appToken" : "demo.anonymous");
+    email.focus();
+  });
+
+  document.addEventListener("ba-languagechange", translatePage);
+  setWho(storedAppToken() ? "demo.appToken" : "demo.anonymous");
+  translatePage();
+})();
