@@ -46,8 +46,13 @@ lint: deps
 typecheck: deps
 	$(VENV)/bin/mypy web worker shared corpus_jobs
 
-pytest: deps
+pytest: deps tests/js/node_modules
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# axe-core for the browser tests' accessibility scan, pinned by tests/js/package-lock.json.
+tests/js/node_modules: tests/js/package.json tests/js/package-lock.json
+	npm ci --prefix tests/js --no-audit --no-fund
+	touch $@
 
 clean:
 	rm -rf var test-artifacts .mypy_cache .ruff_cache .pytest_cache

@@ -161,6 +161,8 @@ def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[St
         "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
         "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_LLM_MODEL": "scripted",
+        # The bad-input test fires hundreds of frames at once; strict_stack keeps the cap.
+        "ASSISTANT_WS_FRAMES_PER_SECOND": "100000",
     })
     try:
         yield s

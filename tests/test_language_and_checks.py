@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from worker.pipeline.checks import check_citations
 from shared.language import detect_language
+from worker.pipeline.checks import check_citations
 from worker.pipeline.prompt import build_messages, language_line, trim_history
 from worker.pipeline.retrieve import fuse, tokenize
 from worker.pipeline.types import Message, Passage, Retrieval

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from flask import current_app, request
 
 from shared.auth import verify_access_token
 from shared.config import Settings
-from shared.errors import Forbidden, Unauthorized
+from shared.errors import BadRequest, Forbidden, Unauthorized
 
 
 def settings() -> Settings:
@@ -36,3 +39,15 @@ def check_origin() -> None:
         return
     if origin.rstrip("/") not in settings().allowed_origins:
         raise Forbidden("origin not allowed")
+
+
+def json_body() -> Any:
+    """The request's JSON body (None when there is none); a body that is not valid JSON,
+    or is nested too deeply to parse, is refused with 422."""
+    if not request.get_data(cache=True):
+        return None
+    try:
+        return json.loads(request.get_data(cache=True))
+    except (ValueError, RecursionError):
+        raise BadRequest("bad json body",
+                         public_message="The request body is not valid JSON.") from None

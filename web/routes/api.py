@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from shared.auth import mint_access_token, verify_access_token
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
-from web.auth import bearer_token, check_origin, settings
+from web.auth import bearer_token, check_origin, json_body, settings
 from web.guard import current_client, limiter, preferred_lang
 from web.health import check_health
 from web.tickets import issue_ticket
@@ -49,7 +49,7 @@ def dev_token() -> tuple[Response, int]:
         raise NotFound("dev token disabled")
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())
-    body = request.get_json(silent=True) or {}
+    body = json_body() or {}
     user = body.get("user", "demo") if isinstance(body, dict) else None
     if not isinstance(user, str) or not DEMO_USER.match(user):
         raise BadRequest("bad demo user", public_message="The user name is not valid.")
@@ -85,7 +85,7 @@ def dev_login() -> tuple[Response, int]:
         raise NotFound("demo login disabled")
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())
-    body = request.get_json(silent=True) or {}
+    body = json_body() or {}
     email, password = body.get("email"), body.get("password")
     if not isinstance(email, str) or not isinstance(password, str) or len(email) > 200 \
             or len(password) > 200:

@@ -17,7 +17,7 @@ from shared.auth import verify_access_token
 from shared.errors import BadRequest
 from shared.frames import encode
 from shared.redis_client import redis_client
-from web.auth import bearer_token, bearer_user, check_origin, settings
+from web.auth import bearer_token, bearer_user, check_origin, json_body, settings
 from web.follow import TurnFollower, follow_existing, project_fields, start_turn
 from web.guard import current_client, limiter, preferred_lang
 from web.relay import Relay, Subscription
@@ -74,7 +74,7 @@ def chat_stream() -> Response:
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
     user = verify_access_token(token, s.app_jwt_secret)
-    body = request.get_json(silent=True)
+    body = json_body()
     if not isinstance(body, dict):
         raise BadRequest("bad body", public_message="The request body must be a JSON object.")
     fields = project_fields(s, token, parse_ask(body, s))

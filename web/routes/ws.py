@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import re
 import threading
 import time
 from typing import Any
@@ -49,21 +50,39 @@ def _authorize_upgrade() -> None:
     g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _clean_text(value: str) -> bool:
+    """True for text we can carry safely: valid UTF-8 (no lone surrogates), no control
+    characters other than tab and line breaks."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not CONTROL.search(value)
+
+
 def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
     """Validate an ask frame; returns the clean fields or raises BadRequest/TooLarge."""
     message = frame.get("message")
     if not isinstance(message, str) or not message.strip():
         raise BadRequest("empty message", public_message="Please type a question.")
+    if not _clean_text(message):
+        raise BadRequest("bad characters", public_message=(
+            "The message contains characters that cannot be used."))
     if len(message) > s.max_message_chars:
         raise TooLarge("message too long", public_message=(
             f"The message is too long (at most {s.max_message_chars} characters)."))
     history = frame.get("history") or []
     if not isinstance(history, list) or len(history) > MAX_HISTORY or not all(
             isinstance(m, dict) and m.get("role") in ("user", "assistant")
-            and isinstance(m.get("content"), str) for m in history):
+            and isinstance(m.get("content"), str) and _clean_text(m["content"])
+            for m in history):
         raise BadRequest("bad history", public_message="The conversation history is not valid.")
     project_id = frame.get("project_id")
-    if project_id is not None and not isinstance(project_id, str):
+    if project_id is not None and (not isinstance(project_id, str) or len(project_id) > 64
+                                   or not _clean_text(project_id)):
         raise BadRequest("bad project id", public_message="The project id is not valid.")
     return {"message": message.strip(),
             "history": [{"role": m["role"], "content": m["content"]} for m in history],
@@ -151,9 +170,11 @@ class Session:
         """Handle one client frame; errors become error frames and the socket stays open."""
         frame: Any = None
         try:
+            if not isinstance(raw, str):
+                raise BadRequest("binary frame", public_message="Frames must be JSON text.")
             try:
                 frame = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise BadRequest("bad json", public_message="The frame is not valid JSON.") from None
             if not isinstance(frame, dict):
                 raise BadRequest("not an object", public_message="The frame is not valid JSON.")

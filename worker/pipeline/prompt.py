@@ -43,11 +43,16 @@ def trim_history(history: tuple[Message, ...]) -> list[Message]:
     return list(reversed(kept))
 
 
+FENCE_TAG = re.compile(r"</?\s*passage\s*>", re.IGNORECASE)
+
+
 def format_passages(retrieval: Retrieval) -> str:
-    """Passages numbered [1]..[n] with title and heading path; the passage's own text."""
+    """Passages numbered [1]..[n] with title and heading path; the passage's own text, fenced
+    (a passage cannot close its own fence: any passage tag inside it is defused)."""
     blocks = []
     for n, p in enumerate(retrieval.passages, start=1):
-        blocks.append(f"[{n}] {p.title} — {p.section} ({p.source})\n<passage>\n{p.text}\n"
+        text = FENCE_TAG.sub("(passage tag removed)", p.text)
+        blocks.append(f"[{n}] {p.title} — {p.section} ({p.source})\n<passage>\n{text}\n"
                       "</passage>")
     return "\n\n".join(blocks) if blocks else "(no passages found)"
 
