@@ -64,7 +64,7 @@ class Settings:
     reasoning_effort: str = ""
     show_sources: bool = True
     trace_text: bool = False
-    translate_queries: bool = True
+    translate_queries: str = "auto"  # auto: only with a hosted translation role (measured)
     rewrite_followups: bool = True
     answer_form: str = "prose"
     turn_lease_s: float = 6.0
@@ -96,6 +96,17 @@ class Settings:
     # An in-flight slot is a lease renewed while its turn runs; a crashed holder frees it
     # within this time.
     slot_lease_s: float = 30.0
+
+    @property
+    def translates(self) -> bool:
+        """Whether Czech questions are translated for the search (B-13).
+
+        `auto` translates only with a hosted translation role: the offline model is
+        English-only, and translating with it cut hit@3 by 0.13 (docs/benchmarks.md).
+        """
+        if self.translate_queries == "auto":
+            return self.translation.provider == "api"
+        return self.translate_queries == "on"
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
@@ -217,8 +228,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
         show_sources=_bool(env.get("ASSISTANT_SHOW_SOURCES", "true"), "ASSISTANT_SHOW_SOURCES"),
         trace_text=_bool(env.get("ASSISTANT_TRACE_TEXT", "false"), "ASSISTANT_TRACE_TEXT"),
-        translate_queries=_bool(env.get("ASSISTANT_TRANSLATE_QUERIES", "true"),
-                                "ASSISTANT_TRANSLATE_QUERIES"),
+        translate_queries=env.get("ASSISTANT_TRANSLATE_QUERIES", d.translate_queries).lower(),
         rewrite_followups=_bool(env.get("ASSISTANT_REWRITE_FOLLOWUPS", "true"),
                                 "ASSISTANT_REWRITE_FOLLOWUPS"),
         answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form),
@@ -256,6 +266,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
 
 def validate(settings: Settings) -> None:
     """Refuse unsafe combinations; the deployed profile must be fully hosted and keyed."""
+    if settings.translate_queries not in ("auto", "on", "off"):
+        raise ConfigError("ASSISTANT_TRANSLATE_QUERIES must be auto, on or off")
     if settings.answer_form not in ("prose", "structured"):
         raise ConfigError("ASSISTANT_ANSWER_FORM must be prose or structured")
     if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):

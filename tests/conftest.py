@@ -183,6 +183,7 @@ def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stac
         "ASSISTANT_PING_INTERVAL_S": "1",
         "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3",
         "ASSISTANT_ANSWER_TIMEOUT_S": "8",
+        "ASSISTANT_TRANSLATE_QUERIES": "on",
     })
     try:
         yield s

@@ -77,3 +77,13 @@ def test_deployed_profile_refuses_unsafe_values(change: dict[str, str], reason: 
 def test_invalid_values_are_refused(env: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
         settings_from_env(env)
+
+
+@pytest.mark.parametrize("env, translates", [
+    ({}, False),  # offline default: the local model knows no Czech (measured: it hurts)
+    ({"ASSISTANT_LLM_PROVIDER": "api", "ASSISTANT_API_KEY": "k"}, True),
+    ({"ASSISTANT_TRANSLATE_QUERIES": "on"}, True),
+    ({"ASSISTANT_TRANSLATE_QUERIES": "off", "ASSISTANT_LLM_PROVIDER": "api"}, False),
+])
+def test_translation_of_czech_questions(env: dict[str, str], translates: bool) -> None:
+    assert settings_from_env(env).translates is translates

@@ -238,3 +238,19 @@ def test_trace_is_written_without_text_or_secrets(scripted_stack: Stack,
     assert {"language", "retrieve", "prompt", "generate", "checks"} <= set(steps)
     dumped = json.dumps(record, default=str)
     assert token not in dumped and "private question" not in dumped
+
+
+def test_czech_question_is_translated_for_the_search_when_enabled(
+        strict_stack: Stack, scripted_llm: str) -> None:
+    from tests.wsutil import http_json
+
+    set_script(scripted_llm, ["How does the search work?"])
+    frames, done = ask(strict_stack.base_url, app_token(strict_stack),
+                       "Jak funguje vyhledávání v dokumentaci?")
+    assert done["type"] == "done" and done["language"] == "cs"
+    assert "translate" in [f["step"] for f in frames if f["type"] == "event"]
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    translate = [r for r in requests if not r["body"].get("stream")]
+    assert translate and "Jak funguje" in translate[0]["body"]["messages"][0]["content"]
+    answer_call = [r for r in requests if r["body"].get("stream")][-1]["body"]
+    assert "Answer in Czech." in answer_call["messages"][0]["content"]

@@ -82,7 +82,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
             query = rewrite_followup(s.translation, req.message, req.history)
             trace.models["rewrite"] = s.translation.model
     search = query
-    if s.translate_queries and lang == "cs":
+    if s.translates and lang == "cs":
         with emit.step("translate"):
             search = translate_for_search(s.translation, query)
             trace.models["translation"] = s.translation.model
