@@ -68,6 +68,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"ok": True})
             return
         if self.path.endswith("/embeddings"):
+            with State.lock:
+                State.requests.append({"headers": dict(self.headers), "body": body,
+                                       "path": self.path})
             # Instant, deterministic unit vectors (for latency benchmarks), 384 dimensions.
             texts = body.get("input") or []
             texts = [texts] if isinstance(texts, str) else texts

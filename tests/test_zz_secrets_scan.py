@@ -1,0 +1,89 @@
+"""(Named to run last: it scans the logs of the whole run.) Secrets: the hosted key goes only to `api` roles (a capturing server on loopback proves
+it), and no token, ticket or key appears in any log line or trace of the test run."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from corpus_jobs import stack
+from corpus_jobs.client import ask
+from tests.conftest import VAR, WEB_PORT, Stack, redis_url, set_script, start_stack
+from tests.sseutil import sse_frames
+from tests.wsutil import app_token, get_ticket, http_json
+
+HOSTED_KEY = "sk-test-hosted-key-7d3f9a51c2"
+JWT = re.compile(r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}")
+
+
+@pytest.fixture(scope="module")
+def secrets_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
+    s = start_stack(services, "secrets", WEB_PORT + 13, {
+        "ASSISTANT_REDIS_URL": redis_url(4),
+        "ASSISTANT_API_KEY": HOSTED_KEY,
+        "ASSISTANT_ANSWER_PROVIDER": "api",
+        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_ANSWER_LLM_MODEL": "hosted-answer",
+        "ASSISTANT_LLM_PROVIDER": "local",
+        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_LLM_MODEL": "local-translation",
+        "ASSISTANT_EMBEDDING_PROVIDER": "local",
+        "ASSISTANT_EMBEDDING_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_EMBEDDING_MODEL": "local-embeddings",
+    })
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def test_hosted_key_is_sent_only_to_api_roles(secrets_stack: Stack, scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Hosted answer [1]."])
+    _, done = ask(secrets_stack.base_url, app_token(secrets_stack), "and why is that?",
+                  history=[{"role": "user", "content": "How does search work?"},
+                           {"role": "assistant", "content": "It is hybrid."}])
+    assert done["type"] == "done"
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    seen: dict[str, set[str]] = {}
+    for r in requests:
+        model = r["body"].get("model", "?")
+        auth = {k.lower(): v for k, v in r["headers"].items()}.get("authorization", "")
+        seen.setdefault(model, set()).add(auth)
+    assert seen["hosted-answer"] == {f"Bearer {HOSTED_KEY}"}
+    assert seen["local-translation"] == {"Bearer local-no-key"}, "the rewrite call"
+    assert seen["local-embeddings"] == {"Bearer local-no-key"}
+
+
+def test_no_token_ticket_or_key_in_logs_or_traces(secrets_stack: Stack,
+                                                  scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Traced [1]."])
+    token = app_token(secrets_stack, "scan-user")
+    ticket = get_ticket(secrets_stack.base_url, token)  # issued, then used over SSE below
+    ask(secrets_stack.base_url, token, "Where does my ticket go?")
+    list(sse_frames(secrets_stack.base_url, "POST", "/api/v1/assistant/chat/stream", token,
+                    body={"message": "And over SSE?"}))
+    http_json("POST", f"{secrets_stack.base_url}/api/v1/assistant/tickets",
+              headers={"Authorization": "Bearer not-a-valid-token-at-all"})
+    leaks = []
+    for log in sorted((VAR / "log").glob("*.log")):
+        text = log.read_text(errors="replace")
+        for needle, what in ((token, "app token"), (ticket, "ticket"),
+                             (HOSTED_KEY, "hosted key"),
+                             ("not-a-valid-token-at-all", "bad token")):
+            if needle in text:
+                leaks.append(f"{log.name}: {what}")
+        if JWT.search(text):
+            leaks.append(f"{log.name}: a JWT")
+        if re.search(r"ticket=[\w-]{20,}", text):
+            leaks.append(f"{log.name}: a ticket in a URL")
+    assert not leaks, leaks
+    with psycopg.connect(secrets_stack.settings.assistant_dsn) as conn:
+        rows = conn.execute("SELECT row_to_json(t)::text FROM traces t").fetchall()
+    dump = "\n".join(r[0] for r in rows)
+    assert rows and token not in dump and ticket not in dump and HOSTED_KEY not in dump
+    assert not JWT.search(dump)
+    assert json.loads(rows[-1][0])["user_hash"] != "scan-user"
