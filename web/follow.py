@@ -18,7 +18,7 @@ import redis
 from shared import keys, turns
 from shared.auth import user_hash
 from shared.config import Settings
-from shared.errors import NotFound, TimedOut, Unavailable
+from shared.errors import AssistantError, NotFound, TimedOut, Unavailable
 from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
 from shared.language import detect_language
 from web.queue import turn_queue
@@ -149,8 +149,13 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
 
     turn = uuid.uuid4().hex
     lang = detect_language(str(fields.get("message", "")))
-    limiter(settings).check_message(user, str(fields.get("message", "")), lang)
+    # The slot first: a turn refused as busy must not use up the user's message quota.
     leases(settings).acquire(user, turn, process_id(), lang)
+    try:
+        limiter(settings).check_message(user, str(fields.get("message", "")), lang)
+    except AssistantError:
+        leases(settings).release(turn)
+        raise
     try:
         sub = relay.subscribe(turn, sink=sink)
     except redis.RedisError as exc:
