@@ -124,6 +124,8 @@ def main() -> None:
         fast = {"ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted}/v1",
                 "ASSISTANT_LLM_BASE_URL": f"{scripted}/v1",
                 "ASSISTANT_EMBEDDING_BASE_URL": f"{scripted}/v1",
+                # One client asks back to back: more frames a second than a person sends.
+                "ASSISTANT_WS_FRAMES_PER_SECOND": "100000",
                 "ASSISTANT_REDIS_URL": conftest.redis_url(9)}
         st = conftest.start_stack(services, "latency", conftest.port(8018), fast)
         relay_st = conftest.start_stack(services, "relay", conftest.port(8020), {

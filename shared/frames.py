@@ -40,8 +40,11 @@ class FrameLog:
         """Record and publish one frame (which already carries its seq)."""
         data = encode(frame)
         pipe = self._client.pipeline(transaction=False)
-        pipe.xadd(self._log, {"f": data})
+        # Publish first: live listeners get the frame without waiting for the stream append.
+        # A reader that resumes in between finds it in the log at its next catch-up (gaps
+        # are filled from the log), so nothing is lost.
         pipe.publish(self._channel, data)
+        pipe.xadd(self._log, {"f": data})
         pipe.expire(self._log, self._ttl)
         pipe.execute()
 
