@@ -23,7 +23,6 @@ import psycopg
 import redis
 from simple_websocket import Client, ConnectionClosed
 
-from corpus_jobs import stack
 from corpus_jobs.client import ClientError, get_ticket, ws_url
 from shared import keys, turns
 from shared.auth import mint_access_token
@@ -129,12 +128,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=20)
     args = ap.parse_args()
-    settings = conftest.settings_from_env(conftest.TEST_ENV)
-    services = stack.Supervisor(conftest.VAR / "log")
-    try:
-        conftest.start_services(settings, services, conftest.Plan(var_dir=conftest.VAR))
-        conftest.build_index(settings, conftest.load_manifest(settings.corpus_manifest))
-        scripted = conftest.start_scripted(services)
+    with conftest.bench_services() as (services, scripted):
         conftest.set_script(scripted, [f"t{i} " for i in range(10)] + ["[1]."], delay_s=0.05)
         env = {"ASSISTANT_REDIS_URL": conftest.redis_url(3),
                "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted}/v1",
@@ -198,8 +192,6 @@ def main() -> None:
               and max(peak.values(), default=0) <= 2 and freed <= LEASE_S + 1)
         print("all limits held" if ok else "A LIMIT WAS EXCEEDED")
         st.sup.stop_all()
-    finally:
-        services.stop_all()
 
 
 if __name__ == "__main__":

@@ -115,12 +115,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=2000)
     ap.add_argument("--rate", type=float, default=200.0)
     args = ap.parse_args()
-    settings = conftest.settings_from_env(conftest.TEST_ENV)
-    services = stack.Supervisor(conftest.VAR / "log")
-    try:
-        conftest.start_services(settings, services, conftest.Plan(var_dir=conftest.VAR))
-        conftest.build_index(settings, conftest.load_manifest(settings.corpus_manifest))
-        scripted = conftest.start_scripted(services)
+    with conftest.bench_services() as (services, scripted):
         fast = {"ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted}/v1",
                 "ASSISTANT_LLM_BASE_URL": f"{scripted}/v1",
                 "ASSISTANT_EMBEDDING_BASE_URL": f"{scripted}/v1",
@@ -153,8 +148,6 @@ def main() -> None:
         finally:
             st.sup.stop_all()
             relay_st.sup.stop_all()
-    finally:
-        services.stop_all()
 
 
 if __name__ == "__main__":

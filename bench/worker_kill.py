@@ -79,12 +79,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args()
-    settings = conftest.settings_from_env(conftest.TEST_ENV)
-    services = conftest.stack.Supervisor(conftest.VAR / "log")
-    try:
-        conftest.start_services(settings, services, conftest.Plan(var_dir=conftest.VAR))
-        conftest.build_index(settings, conftest.load_manifest(settings.corpus_manifest))
-        scripted = conftest.start_scripted(services)
+    with conftest.bench_services() as (services, scripted):
         stack = conftest.start_stack(services, "kill", conftest.port(8016), {
             **KILL_ENV, "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted}/v1"})
         start_worker(stack.sup, "kill-second", stack.env)
@@ -93,8 +88,6 @@ def main() -> None:
         finally:
             stack.sup.stop_all()
         print("outcomes:", dict(outcomes))
-    finally:
-        services.stop_all()
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ ports); nothing is skipped because a service is missing.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +144,29 @@ def start_stack(services: stack.Supervisor, name: str, web_port: int,
     return Stack(name, f"http://127.0.0.1:{web_port}", env, settings_from_env(env), sup)
 
 
+def scripted_roles(scripted_llm: str) -> dict[str, str]:
+    """Answer and translation roles on the scripted server."""
+    return {"ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
+            "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
+            "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
+            "ASSISTANT_LLM_MODEL": "scripted"}
+
+
+@contextmanager
+def bench_services() -> Iterator[tuple[stack.Supervisor, str]]:
+    """For bench scripts: the test services, a built index and the scripted server; all
+    stopped on exit (SIGTERM included)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    settings = settings_from_env(TEST_ENV)
+    sup = stack.Supervisor(VAR / "log")
+    try:
+        start_services(settings, sup, Plan(var_dir=VAR))
+        build_index(settings, load_manifest(settings.corpus_manifest))
+        yield sup, start_scripted(sup)
+    finally:
+        sup.stop_all()
+
+
 @pytest.fixture(scope="session")
 def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
     """Web + worker answering with the real local model (SmolLM2 on llama.cpp)."""
@@ -157,10 +182,7 @@ def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[St
     """Web + worker whose answer role is the scripted server (exact model output)."""
     s = start_stack(services, "scripted", WEB_PORT + 1, {
         "ASSISTANT_REDIS_URL": redis_url(14),
-        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
-        "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
-        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
-        "ASSISTANT_LLM_MODEL": "scripted",
+        **scripted_roles(scripted_llm),
         # The bad-input test fires hundreds of frames at once; strict_stack keeps the cap.
         "ASSISTANT_WS_FRAMES_PER_SECOND": "100000",
     })
@@ -175,10 +197,7 @@ def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stac
     """Sources off and short time limits (keep-alive 1 s, first token 3 s, answer 8 s)."""
     s = start_stack(services, "strict", WEB_PORT + 4, {
         "ASSISTANT_REDIS_URL": redis_url(12),
-        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
-        "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
-        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
-        "ASSISTANT_LLM_MODEL": "scripted",
+        **scripted_roles(scripted_llm),
         "ASSISTANT_SHOW_SOURCES": "false",
         "ASSISTANT_PING_INTERVAL_S": "1",
         "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3",
@@ -229,10 +248,7 @@ def project_stack(services: stack.Supervisor, scripted_llm: str, demo_app: str
     s = start_stack(services, "project", WEB_PORT + 11, {
         "ASSISTANT_REDIS_URL": redis_url(6),
         "ASSISTANT_APP_API_URL": demo_app,
-        "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
-        "ASSISTANT_ANSWER_LLM_MODEL": "scripted",
-        "ASSISTANT_LLM_BASE_URL": f"{scripted_llm}/v1",
-        "ASSISTANT_LLM_MODEL": "scripted",
+        **scripted_roles(scripted_llm),
     })
     try:
         yield s
