@@ -54,6 +54,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     checks = last.get("checks", {})
     if not checks.get("citations", {}).get("valid", True):
         print(f"warning: invalid citations {checks['citations']['invalid']}", file=sys.stderr)
+    numbers = checks.get("numbers", {})
+    if not numbers.get("valid", True):
+        print(f"warning: numbers not confirmed by the sources: "
+              f"{', '.join(numbers.get('unconfirmed', []))}", file=sys.stderr)
     if last.get("sources"):
         print("\nSources:")
         for s in last["sources"]:

@@ -185,7 +185,11 @@ def _pg_user() -> str | None:
     if os.geteuid() != 0:
         return None
     import stat
+    import warnings
 
+    # pgserver's import asks platformdirs for a runtime folder and warns when XDG_RUNTIME_DIR
+    # is unset (as under make and CI): harmless here, we pass every folder explicitly.
+    warnings.filterwarnings("ignore", module="platformdirs")
     from pgserver.utils import (
         ensure_folder_permissions,
         ensure_prefix_permissions,
