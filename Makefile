@@ -51,6 +51,7 @@ pytest: deps tests/js/node_modules
 
 # axe-core for the browser tests' accessibility scan, pinned by tests/js/package-lock.json.
 tests/js/node_modules: tests/js/package.json tests/js/package-lock.json
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory _apt PKGS="npm"
 	npm ci --prefix tests/js --no-audit --no-fund
 	touch $@
 
