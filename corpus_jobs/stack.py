@@ -259,16 +259,21 @@ def _pid_alive(data_dir: Path) -> bool:
         return False
 
 
-def bootstrap_corpus_db(admin_dsn: str, database: str, owner: str, reader: str) -> None:
-    """Create the corpus database, its owner role and its read-only role (idempotent)."""
+def _ensure_roles_and_db(admin_dsn: str, database: str, owner: str, *others: str) -> None:
+    """Login roles and a database owned by `owner` (idempotent)."""
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        for role in (owner, reader):
+        for role in (owner, *others):
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                 conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                             (database,)).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
                 sql.Identifier(database), sql.Identifier(owner)))
+
+
+def bootstrap_corpus_db(admin_dsn: str, database: str, owner: str, reader: str) -> None:
+    """Create the corpus database, its owner role and its read-only role (idempotent)."""
+    _ensure_roles_and_db(admin_dsn, database, owner, reader)
     db_dsn = admin_dsn.rsplit("/", 1)[0] + f"/{database}"
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -280,13 +285,7 @@ def bootstrap_corpus_db(admin_dsn: str, database: str, owner: str, reader: str) 
 
 def bootstrap_app_db(admin_dsn: str, database: str, owner: str) -> None:
     """Create the assistant's own database (traces) and its owner role (idempotent)."""
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (owner,)).fetchone():
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(owner)))
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                            (database,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(database), sql.Identifier(owner)))
+    _ensure_roles_and_db(admin_dsn, database, owner)
 
 
 # --- Local model servers -----------------------------------------------------------------

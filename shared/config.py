@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from limits import RateLimitItem, parse_many
@@ -298,15 +298,6 @@ def validate(settings: Settings) -> None:
     if problems:
         # One message listing every problem, without echoing any secret value.
         raise ConfigError("deployed profile refused: " + "; ".join(sorted(set(problems))))
-
-
-def with_overrides(settings: Settings, **changes: object) -> Settings:
-    """A copy of settings with some fields replaced (tests and tools)."""
-    names = {f.name for f in fields(Settings)}
-    unknown = set(changes) - names
-    if unknown:
-        raise ConfigError(f"unknown settings: {sorted(unknown)}")
-    return replace(settings, **changes)  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=1)

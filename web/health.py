@@ -11,7 +11,7 @@ import redis
 
 from shared import corpus_store, keys
 from shared.config import ModelRole, Settings
-from shared.errors import AssistantError
+from shared.errors import AssistantError, IndexMissing
 
 
 def _redis(client: redis.Redis) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def _corpus(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
         with corpus_store.connect(settings.corpus_read_dsn, autocommit=True) as conn:
             info = corpus_store.current_index(conn)
     except AssistantError as exc:
-        db_ok = not isinstance(exc, corpus_store.IndexMissing)
+        db_ok = not isinstance(exc, IndexMissing)
         return {"ok": db_ok, **({} if db_ok else {"error": "unreachable"})}, \
             {"ok": False, "error": "no index built"}
     except psycopg.Error:
