@@ -405,10 +405,10 @@ def check_cpu() -> None:
             "newer CPU, or point ASSISTANT_CORPUS_DSN and the model URLs at servers built for it.")
 
 
-def ensure_corpus_database(dsn: str, reader_dsn: str) -> None:
+def ensure_corpus_database(dsn: str, reader_dsn: str, admin_user: str = "postgres") -> None:
     """Create a missing corpus database with its roles when the server's admin connection
     allows it (the bundled PostgreSQL does); else StackError saying exactly what to create."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg.conninfo import conninfo_to_dict
 
     try:
         with psycopg.connect(dsn, connect_timeout=5):
@@ -421,10 +421,7 @@ def ensure_corpus_database(dsn: str, reader_dsn: str) -> None:
                              "starts its own) or fix ASSISTANT_CORPUS_DSN") from None
     owner, reader = conninfo_to_dict(dsn), conninfo_to_dict(reader_dsn)
     database, user = str(owner.get("dbname")), str(owner.get("user"))
-    admin = conninfo_to_dict(dsn)
-    admin.update(user="postgres", dbname="postgres")
-    admin.pop("password", None)
-    admin_dsn = make_conninfo(**{k: str(v) for k, v in admin.items()})
+    admin_dsn = f"postgresql://{admin_user}@{owner.get('host')}:{owner.get('port') or 5432}/postgres"
     if pg_answers(admin_dsn):
         bootstrap_corpus_db(admin_dsn, database, user, str(reader.get("user") or user))
         return
