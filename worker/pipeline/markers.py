@@ -41,6 +41,7 @@ _ITEM = f"(?:{_PREFIX})?{_DIGITS}(?:{_RANGE}(?:{_PREFIX})?{_DIGITS})?"
 _SEP = f"(?:{_S}*[,;、，]{_S}*(?:(?:and|a|и){_S}+)?|{_S}+(?:and|a|и|&){_S}+)"
 CITATION = re.compile(f"{_OPEN}{_S}*{_ITEM}(?:{_SEP}{_ITEM})*{_S}*{_CLOSE}", re.I)
 _LABELLED = re.compile(_PREFIX, re.I)
+_DECIMAL_COMMA = re.compile("[0-9],[0-9]")
 _ITEM_RE = re.compile(f"({_DIGITS})(?:{_RANGE}(?:{_PREFIX})?({_DIGITS}))?", re.I)
 MAX_RANGE = 50
 MAX_LENGTH = 64  # longer brackets are prose, not a citation
@@ -112,6 +113,8 @@ def read_citations(text: str, passages: int | None = None,
         if plain_many:
             if any(n == 0 for it in items for n in it if n is not None):
                 continue  # [0, 1], [0-100]: an interval
+            if ";" in raw and _DECIMAL_COMMA.search(raw):
+                continue  # [10,5; 15,5; 21,5]: Czech decimals separated by semicolons
             if _is_triple(items, passages, grounded):
                 continue
         out.append(Citation(m.start(), m.end(), raw, _expand(items), labelled))

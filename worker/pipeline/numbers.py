@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
+from shared.language import detect_language
 from worker.pipeline.markers import read_citations
 
 PINNED: frozenset[Decimal] = frozenset(Decimal(v) for v in (2, 3, 20, 40, 100))
@@ -154,7 +155,9 @@ def _one_mark(s: str) -> _Raw:
     mark = "," if "," in s else "."
     int_part, _, frac = s.partition(mark)
     decimal = _reading(s, mark)
-    parts = _side_by_side(s, ",") if mark == "," else ()
+    # Only where the English thousands reading is possible ("1,234") may the comma also stand
+    # between two numbers; "7,1" is a Czech decimal and nothing else.
+    parts = _side_by_side(s, ",") if mark == "," and len(frac) == 3 else ()
     if len(frac) != 3 or not re.fullmatch(r"[1-9][0-9]{0,2}", int_part):
         return _Raw(0, s, (decimal,), parts)
     grouped = (Decimal(int_part + frac), 0)
@@ -466,6 +469,22 @@ def _readings(tok: _Token) -> tuple[Reading, ...]:
     return tok.readings + tuple((_fraction(v), d + 2) for v, d in tok.readings)
 
 
+_COMMA_THREE = re.compile("[-\u2212]?[1-9][0-9]{0,2},[0-9]{3}")
+
+
+def _in_language(tok: _Token, lang: str) -> _Token:
+    """The readings of "1,234" the answer's language allows (see the module docstring).
+
+    English: thousands (1234), never the decimal 1.234. Czech: the decimal first, thousands
+    still accepted (a model's English habits leak into Czech). Unknown: both, thousands first.
+    """
+    if lang not in ("en", "cs") or not _COMMA_THREE.fullmatch(tok.text[:tok.end - tok.start]):
+        return tok
+    whole = tuple(r for r in tok.readings if r[1] == 0)
+    frac = tuple(r for r in tok.readings if r[1] != 0)
+    return replace(tok, readings=whole if lang == "en" else frac + whole)
+
+
 def _is_grounded(tok: _Token, values: frozenset[Decimal]) -> bool:
     """Some reading is grounded, or every number of the side-by-side reading is."""
     for v, d in _readings(tok):
@@ -481,18 +500,21 @@ def extract_numbers(text: str) -> list[tuple[str, Decimal, int]]:
 
 def check_numbers(answer: str, grounding: Iterable[str],
                   pinned: Iterable[Decimal | int | str] = PINNED,
-                  passages: int | None = None) -> NumberCheck:
+                  passages: int | None = None, lang: str | None = None) -> NumberCheck:
     """Check every number of the answer against the grounding texts and the pinned constants.
 
     passages (how many the model was given) settles whether "[6, 8, 11]" is three citations
-    or a fuzzy triple, exactly as the citation check reads it.
+    or a fuzzy triple, exactly as the citation check reads it; lang ("en", "cs", "unknown";
+    detected from the answer when None) decides what a comma before three digits means.
     """
+    lang = lang or detect_language(answer)
     texts = list(grounding)
     found = grounding_values(texts)
     values = found | frozenset(Decimal(str(p)) for p in pinned)
     experts = _expert_counts(texts)
     mentions = []
     for tok in _answer_tokens(answer, passages, lambda n: Decimal(n) in found):
+        tok = _in_language(tok, lang)
         # A count of experts must match a count the grounding names, when it names any.
         pool = experts if experts and _names_experts(answer, tok) else values
         mentions.append(NumberMention(tok.text, tok.value, tok.start, _is_grounded(tok, pool)))
