@@ -4,15 +4,31 @@ A number in the answer is grounded when it appears in the grounding texts (passa
 data, the user's own messages) or is one of the pinned constants, either exactly or as that
 value rounded or truncated to the decimals the answer wrote (data 14.19 grounds 14.2, 14.1
 and 14; data 2.2 grounds 2.20). A percentage also matches its fraction ("20 %" ~ 0.20).
+Values are exact decimals (decimal.Decimal), never floats with a tolerance: 1234567890 does
+not ground 1234567891.
+
+What a comma between digits means (a number may have several readings; it is grounded when
+any reading is, so the checker flags only what no reading the data supports explains):
+
+| written | English answer | Czech answer | language unknown |
+|---|---|---|---|
+| 1,234 (three digits after) | 1234, or 1 and 234 side by side | 1.234, 1234, or 1 and 234 | 1234, 1.234, or 1 and 234 |
+| 14,19 / 7,1 (other than three) | 14.19 (a decimal comma) | 14.19 | 14.19 |
+| 1,234,567 / 12,345.67 | thousands | thousands | thousands |
+| 6,8,11 (not thousands) | a list of three | a list of three | a list of three |
+| 1 234 / 1 234,5 (space, no-break, narrow, thin) | 1234 (or 1 and 234 where each part can stand alone) | same | same |
+
+A dot before exactly three digits ("10.000") is a decimal first and Czech dot thousands
+second, in every language. The answer's language comes from shared.language.detect_language.
+In the grounding every reading counts ("-20 123.48" gives -20123.48, -20 and 123.48).
 
 What counts as a number in the answer:
 * digits with a decimal point or a decimal comma ("14.19", "14,19", ".5");
 * thousands separators: "1,000,000", "1.000.000", "1 000" (normal, no-break, narrow or thin
   space; the first group 1-3 digits and every later group exactly 3 digits);
-* one separator before exactly three digits is ambiguous: "1,000" reads first as 1000 (English
-  thousands), "10.000" first as 10.0 (decimal point; Czech 10 000 only when unambiguous, as in
-  "10.000.000" or "10.000,5"). The other reading still counts as grounded if the grounding
-  has it, since a check must not decide which language the writer meant;
+* one separator before exactly three digits is ambiguous: "1,000" reads as the table above
+  says, "10.000" first as 10.0 (decimal point; Czech 10 000 only when unambiguous, as in
+  "10.000.000" or "10.000,5"), the other reading still counting as grounded;
 * digits joined by commas into three or more groups that are not thousands ("6,8,11") are a
   list of separate numbers; two groups ("6,8") are a decimal comma;
 * percentages ("20%", "20 %", "20 percent", "20 procent"); a range end before a percentage is a
@@ -29,8 +45,13 @@ digits (a year is a date; the cost is that "2000 experts" goes unchecked, so wri
 list numbering at a line start ("1. ", "2) ", "### 3. "); ordinals ("3rd", Czech "3. expert");
 version strings ("v1.2.3", "1.2.3", "Python 3.11"; a bare "3.11" is a number); section
 references ("section 6", "§ 3"); names glued to a letter ("COVID-19", "BM25", "E_1", "#3");
-standards ("ISO 8601", "RFC 7519"); file names and URLs; citation markers [n]. A fuzzy triple
-"[6, 8, 11]" is not a citation: its numbers are checked.
+standards ("ISO 8601", "RFC 7519"); file names and URLs; bold list numbers ("**1.** Compute");
+model names ("Qwen3.5-9B", "GPT-4": a number after a hyphen is a name when the word before
+the hyphen has a capital or a digit, while after a lowercase word, "error-15.3", it is the
+number 15.3); Czech ordinals before a lowercase word after any space, tab or U+202F
+("3.\texpert"); citations in every form markers.read_citations reads ("[1]", "[1-3]",
+"[Zdroj 2]", "【1】", ...), blanked in place so that "5[1]000" is 5 and 000, never 5000. A
+fuzzy triple "[6, 8, 11]" that the data supports is not a citation: its numbers are checked.
 
 Pinned constants: 2 and 3 (the formulas' divisors), 20 and 40 (the agreement thresholds, in
 percent) and 100 (percent of the whole, the 0-100 scale).
