@@ -5,12 +5,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 APT_PACKAGES_RUN := redis-server
-APT_PACKAGES_TEST := redis-server chromium
+# qemu-user and binutils: tests/test_portable_binaries.py disassembles the native code we ship
+# and runs it on an emulated CPU without AVX-512.
+APT_PACKAGES_TEST := redis-server chromium qemu-user binutils
 
 .PHONY: run test deps lint typecheck pytest clean system-deps-run system-deps-test
 
+# `make run MANIFEST=corpus_jobs/manifests/become.toml` serves another corpus. The laptop demo
+# lets anonymous visitors ask (dev tokens, with the dev secret only): an explicit opt-in, here.
 run: system-deps-run deps
-	$(VENV)/bin/become-assistant run
+	@# Dev tokens only while the app secret is the dev one (settings refuse them otherwise).
+	ASSISTANT_DEV_TOKENS=$${ASSISTANT_DEV_TOKENS:-$$([ -z "$$ASSISTANT_APP_JWT_SECRET" ] && echo true || echo false)} \
+	  $(VENV)/bin/become-assistant run \
+	  $(if $(MANIFEST),--manifest $(MANIFEST))
 
 test: system-deps-test deps lint typecheck pytest
 
