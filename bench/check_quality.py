@@ -469,7 +469,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--show", type=int, default=3, help="failures to print per cell")
     args = ap.parse_args()
+    if not args.corpus.is_dir():
+        raise SystemExit(f"no corpus folder at {args.corpus} (give --corpus)")
     passages = load_passages(args.corpus)
+    if len(passages) < PASSAGES_PER_ANSWER:
+        raise SystemExit(f"too few markdown passages under {args.corpus}")
     gen = Generator(passages, args.seed)
     cases = [gen.case(c, lang) for c in CATEGORIES for lang in LANGS for _ in range(args.n)]
     print(f"{len(cases)} answers over {len(passages)} passages from {args.corpus}, "
