@@ -48,7 +48,8 @@ references ("section 6", "§ 3"); names glued to a letter ("COVID-19", "BM25", "
 standards ("ISO 8601", "RFC 7519"); file names and URLs; bold list numbers ("**1.** Compute");
 model names ("Qwen3.5-9B", "GPT-4": a number after a hyphen is a name when the word before
 the hyphen has a capital or a digit, while after a lowercase word, "error-15.3", it is the
-number 15.3); Czech ordinals before a lowercase word after any space, tab or U+202F
+number 15.3; the cost is that a lowercase "utf-8" is checked, and grounded only when the
+grounding writes it too); Czech ordinals before a lowercase word after any space, tab or U+202F
 ("3.\texpert"); citations in every form markers.read_citations reads ("[1]", "[1-3]",
 "[Zdroj 2]", "【1】", ...), blanked in place so that "5[1]000" is 5 and 000, never 5000. A
 fuzzy triple "[6, 8, 11]" that the data supports is not a citation: its numbers are checked.
@@ -374,7 +375,8 @@ def _is_name(text: str, tok: _Token) -> bool:
         word = _WORD_BEFORE_HYPHEN.search(text, 0, tok.start - 1)
         if word and any(c.isalpha() for c in word.group()):
             # "error-15.3" is a number after a hyphenated word; COVID-19, GPT-4 and
-            # Qwen3.5-9B are names.
+            # Qwen3.5-9B are names. A lowercase name ("utf-8") is checked too: the cost is
+            # small, as the grounding's own "utf-8" grounds its 8.
             w = word.group()
             return not (w.isalpha() and w.islower())
     return False
