@@ -172,13 +172,12 @@ def _side_by_side(s: str, sep: str) -> tuple[_Raw, ...]:
 
 
 def _one_mark(s: str) -> _Raw:
-    # One separator: a decimal mark, unless three digits follow it (then also a thousands one);
-    # a comma may also stand between two numbers ("1,234" beside data holding 1 and 234).
+    # One separator: a decimal mark, unless three digits follow it (then also a thousands one).
+    # Only before three digits may a comma also stand between two numbers ("1,234" beside data
+    # holding 1 and 234); "7,1" is a Czech decimal and nothing else.
     mark = "," if "," in s else "."
     int_part, _, frac = s.partition(mark)
     decimal = _reading(s, mark)
-    # Only where the English thousands reading is possible ("1,234") may the comma also stand
-    # between two numbers; "7,1" is a Czech decimal and nothing else.
     parts = _side_by_side(s, ",") if mark == "," and len(frac) == 3 else ()
     if len(frac) != 3 or not re.fullmatch(r"[1-9][0-9]{0,2}", int_part):
         return _Raw(0, s, (decimal,), parts)
