@@ -52,9 +52,14 @@ echo "$(ls docker/wheels | wc -l) wheels in ${SECONDS}s"
 
 step "images on $BASE_IMAGE"
 SECONDS=0
-export BASE_IMAGE PYTHON_BASE_IMAGE=${PYTHON_BASE_IMAGE:-$BASE_IMAGE}
-# Dummy secrets: `build` reads the whole file, and the file refuses to go without them.
-env POSTGRES_PASSWORD=x CORPUS_OWNER_PASSWORD=x CORPUS_READER_PASSWORD=x ASSISTANT_DB_PASSWORD=x \
-    ASSISTANT_APP_JWT_SECRET=x "$COMPOSE" -f docker/compose.yaml build
+TAG=${TAG:-local}
+PYTHON_BASE_IMAGE=${PYTHON_BASE_IMAGE:-$BASE_IMAGE}
+# One build per image: compose would build the app image once per Python service.
+docker build -q --build-arg BASE_IMAGE="$PYTHON_BASE_IMAGE" -f docker/Dockerfile \
+  -t "become-assistant:$TAG" . >/dev/null
+for name in postgres redis proxy; do
+  docker build -q --build-arg BASE_IMAGE="$BASE_IMAGE" -f "docker/$name/Dockerfile" \
+    -t "become-$name:$TAG" docker >/dev/null
+done
 echo "images built in ${SECONDS}s"
-docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^become-' | sort
+docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "^become-.*:($TAG|bookworm) " | sort
