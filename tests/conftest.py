@@ -51,6 +51,8 @@ TEST_ENV = {
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
+    # Named, so `run` serves these small docs rather than the BeCoMe corpus found in ../shared.
+    "ASSISTANT_CORPUS_MANIFEST": "corpus_jobs/manifests/default.toml",
     # The suite sends many messages as one user from one address: generous quotas here;
     # tests/test_limits.py and the hardening tests exercise the real ones.
     "ASSISTANT_USER_MESSAGE_LIMIT": "100000/hour",
