@@ -17,6 +17,7 @@ from shared.errors import ConfigError
 PROFILES = ("dev", "test", "production")
 PROFILE_ALIASES = {"deployed": "production"}
 PROVIDERS = ("local", "api")
+MODES = ("workflow", "agent", "hybrid")
 INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
 
 
@@ -74,6 +75,12 @@ class Settings:
     translate_queries: str = "auto"  # auto: only with a hosted translation role (measured)
     rewrite_followups: bool = True
     answer_form: str = "prose"
+    # B-20: workflow (code fetches everything), agent (the model calls read-only tools) or
+    # hybrid (workflow retrieval and project summary, the rest through tools).
+    assistant_mode: str = "workflow"
+    # Whether the answer model may be offered tools: auto = only a hosted (`api`) role, since
+    # our local SmolLM2-135M cannot call tools; on/off force it (e.g. a local tool-capable model).
+    answer_tools: str = "auto"
     turn_lease_s: float = 6.0
     top_k: int = 3
     candidates: int = 20
@@ -251,6 +258,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         rewrite_followups=_bool(env.get("ASSISTANT_REWRITE_FOLLOWUPS", "true"),
                                 "ASSISTANT_REWRITE_FOLLOWUPS"),
         answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form),
+        assistant_mode=env.get("ASSISTANT_MODE", d.assistant_mode).strip().lower(),
+        answer_tools=env.get("ASSISTANT_ANSWER_TOOLS", d.answer_tools).strip().lower(),
         turn_lease_s=float(num("TURN_LEASE_S", d.turn_lease_s, float)),
         top_k=int(num("TOP_K", d.top_k)),
         retrieval_mode=env.get("ASSISTANT_RETRIEVAL_MODE", d.retrieval_mode),
@@ -291,6 +300,10 @@ def validate(settings: Settings) -> None:
         raise ConfigError("ASSISTANT_TRANSLATE_QUERIES must be auto, on or off")
     if settings.answer_form not in ("prose", "structured"):
         raise ConfigError("ASSISTANT_ANSWER_FORM must be prose or structured")
+    if settings.assistant_mode not in MODES:
+        raise ConfigError("ASSISTANT_MODE must be workflow, agent or hybrid")
+    if settings.answer_tools not in ("auto", "on", "off"):
+        raise ConfigError("ASSISTANT_ANSWER_TOOLS must be auto, on or off")
     if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):
         raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
     if settings.top_k > settings.candidates:

@@ -2,6 +2,15 @@
 
 Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
 and read what the server received with GET /_requests. Run: python -m tests.scripted_llm PORT
+
+Tool calls (requests that offer `tools`), shaped as the OpenAI API shapes them, streamed
+(`delta.tool_calls` pieces) or not (`message.tool_calls`), finish_reason "tool_calls":
+- "tool_rounds": [[{"name": ..., "arguments": "<json text>"}, ...], ...] answers the next
+  requests with tools in order, one round each; once used up the model says "READY";
+- "tool_forever": {"name": ..., "arguments": ...} answers every such request (never stops);
+- "tools_status": N answers them with HTTP N (a server that refuses the tools API).
+Requests without `tools` get "chunks" as before. "embeddings_fail": N answers the next N
+embedding requests with HTTP 500 (a tool whose search fails).
 """
 
 from __future__ import annotations
@@ -15,7 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_SCRIPT: dict[str, Any] = {"chunks": ["Scripted answer [1]."], "delay_s": 0.0,
-                                  "stall_s": 0.0, "status": 0}
+                                  "stall_s": 0.0, "status": 0, "tool_rounds": [],
+                                  "tool_forever": None, "tools_status": 0,
+                                  "embeddings_fail": 0}
 
 
 class State:
@@ -24,6 +35,24 @@ class State:
     lock = threading.Lock()
     script: dict[str, Any] = dict(DEFAULT_SCRIPT)
     requests: list[dict[str, Any]] = []
+    calls = 0
+
+
+def next_tool_calls(script: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls answering one request with tools (caller holds the lock)."""
+    if script.get("tool_forever"):
+        chosen = [script["tool_forever"]]
+    elif State.script.get("tool_rounds"):
+        chosen = State.script["tool_rounds"].pop(0)
+    else:
+        chosen = []
+    out = []
+    for call in chosen:
+        State.calls += 1
+        args = call.get("arguments", "{}")
+        out.append({"id": f"call_{State.calls}", "type": "function", "function": {
+            "name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}})
+    return out
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -64,6 +93,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_script":
             with State.lock:
                 State.script = {**DEFAULT_SCRIPT, **body}
+                State.script["tool_rounds"] = [list(r) for r in State.script["tool_rounds"] or []]
                 State.requests = []
             self._json(200, {"ok": True})
             return
@@ -71,6 +101,12 @@ class Handler(BaseHTTPRequestHandler):
             with State.lock:
                 State.requests.append({"headers": dict(self.headers), "body": body,
                                        "path": self.path})
+                fail = State.script.get("embeddings_fail", 0) > 0
+                if fail:
+                    State.script["embeddings_fail"] -= 1
+            if fail:
+                self._json(500, {"error": {"message": "scripted embeddings failure"}})
+                return
             # Instant, deterministic unit vectors (for latency benchmarks), 384 dimensions.
             texts = body.get("input") or []
             texts = [texts] if isinstance(texts, str) else texts
@@ -89,8 +125,17 @@ class Handler(BaseHTTPRequestHandler):
         with State.lock:
             State.requests.append({"headers": dict(self.headers), "body": body})
             script = dict(State.script)
+            tools = bool(body.get("tools"))
+            calls = next_tool_calls(script) if tools and not script.get("tools_status") else []
         if script.get("status"):
             self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        if tools and script.get("tools_status"):
+            self._json(int(script["tools_status"]), {"error": {
+                "message": "tools are not supported by this chat format"}})
+            return
+        if tools:
+            self._tool_answer(calls, bool(body.get("stream")))
             return
         if not body.get("stream"):
             self._json(200, {"id": "x", "object": "chat.completion", "model": "scripted",
@@ -120,6 +165,43 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
+        self.close_connection = True
+
+    def _tool_answer(self, calls: list[dict[str, Any]], stream: bool) -> None:
+        """A decision answer: tool calls, or "READY" when the script has none left."""
+        finish = "tool_calls" if calls else "stop"
+        content = None if calls else "READY"
+        usage = {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+        if not stream:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            self._json(200, {"id": "x", "object": "chat.completion", "model": "scripted",
+                             "choices": [{"index": 0, "finish_reason": finish,
+                                          "message": message}], "usage": usage})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        chunk = {"id": "x", "object": "chat.completion.chunk", "model": "scripted"}
+        if content:
+            self._event({**chunk, "choices": [{"index": 0, "delta": {
+                "role": "assistant", "content": content}, "finish_reason": None}]})
+        for i, call in enumerate(calls):
+            # Name first, then the arguments in two pieces, as the API streams them.
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            for delta in ({"index": i, "id": call["id"], "type": "function",
+                           "function": {"name": call["function"]["name"], "arguments": ""}},
+                          {"index": i, "function": {"arguments": args[:half]}},
+                          {"index": i, "function": {"arguments": args[half:]}}):
+                self._event({**chunk, "choices": [{"index": 0, "delta": {"tool_calls": [delta]},
+                                                   "finish_reason": None}]})
+        self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        self._event({**chunk, "choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
         self.close_connection = True
 
     def _event(self, obj: dict[str, Any]) -> None:

@@ -124,6 +124,11 @@ def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
                    ) -> dict[str, Any]:
     """The ask's fields plus the project context read with the user's token, if any."""
     project_id = fields.get("project_id")
+    mode = fields.get("mode") or settings.assistant_mode
+    if mode != "workflow":
+        from web.project_tools import with_tool_data
+
+        return with_tool_data(settings, app_token, {**fields, "mode": mode})
     if not project_id:
         return fields
     if not settings.app_api_url:

@@ -16,7 +16,7 @@ from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
 from shared import turns
-from shared.config import Settings
+from shared.config import MODES, Settings
 from shared.errors import (
     AssistantError,
     BadRequest,
@@ -86,7 +86,20 @@ def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
         raise BadRequest("bad project id", public_message="The project id is not valid.")
     return {"message": message.strip(),
             "history": [{"role": m["role"], "content": m["content"]} for m in history],
-            "project_id": project_id}
+            "project_id": project_id, **parse_mode(frame, s)}
+
+
+def parse_mode(frame: dict[str, Any], s: Settings) -> dict[str, str]:
+    """The per-turn mode override (B-20): only in the dev profile, else the server's setting."""
+    mode = frame.get("mode")
+    if mode is None:
+        return {}
+    if s.profile != "dev":
+        raise BadRequest("mode override", public_message=(
+            "The mode is set on the server; choosing it per message is only for development."))
+    if mode not in MODES:
+        raise BadRequest("bad mode", public_message="The mode must be workflow, agent or hybrid.")
+    return {"mode": mode}
 
 
 def parse_resume(frame: dict[str, Any]) -> tuple[str, int]:

@@ -15,8 +15,10 @@ import psycopg
 from shared.config import Settings
 from shared.errors import AssistantError, TimedOut
 from shared.language import detect_language
+from shared.project_context import grounding_numbers
 from shared.traces import Trace
 from worker.emit import TurnEmitter
+from worker.pipeline.agent import ToolsUnsupported, choose_mode, gather, hybrid_summary
 from worker.pipeline.checks import check_citations
 from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
@@ -86,6 +88,12 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("translate"):
             search = translate_for_search(s.translation, query)
             trace.models["translation"] = s.translation.model
+    mode, mode_note = choose_mode(req, s)
+    if mode != "workflow":
+        mode_note = _run_tools(req, deps, emit, trace, lang, search, query, mode,
+                               first_token_deadline)
+        if mode_note is None:
+            return
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
         retrieval = retrieve(conn, s, search, original=query)
@@ -99,6 +107,15 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("project") as d:
             project = ProjectData(req.project_text, req.project_grounding)
             d["read_ms"] = req.project_read_ms
+    _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
+            {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})})
+
+
+def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
+            retrieval: Retrieval, project: ProjectData | None, first_token_deadline: float,
+            extra: dict[str, Any]) -> None:
+    """Prompt, the streamed answer, checks and the done frame: the same in every mode."""
+    s = deps.settings
     _check_time(first_token_deadline, deps)
     structured = s.answer_form == "structured"
     with emit.step("prompt"):
@@ -140,6 +157,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         index=retrieval.index_version,
         language=lang,
         **form,
+        **extra,
     )
 
 
@@ -192,6 +210,44 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
                    "model": gen.model}
     first_ms = round((first[0] - emit.started) * 1000, 1) if first else None
     return _Answer("".join(shown), first_ms, gen.text)
+
+
+def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
+               search: str, query: str, mode: str, first_token_deadline: float) -> str | None:
+    """An agent or hybrid turn (B-20); returns the reason when it must fall back to workflow."""
+    s = deps.settings
+    seed = None
+    summary = None
+    _check_time(first_token_deadline, deps)
+    if mode == "hybrid":
+        with emit.step("retrieve") as d, deps.connect() as conn:
+            seed = retrieve(conn, s, search, original=query)
+            d["passages"] = len(seed.passages)
+            d["index"] = seed.index_version
+        summary = hybrid_summary(req)
+        if summary is not None:
+            with emit.step("project") as d:
+                d["read_ms"] = req.project_read_ms
+
+    def search_docs(text: str) -> Retrieval:
+        with deps.connect() as conn:
+            return retrieve(conn, s, text, original=text)
+
+    try:
+        gathered = gather(req, s, emit, lang, search_docs, deps.cancelled.is_set,
+                          first_token_deadline, seed, summary)
+    except ToolsUnsupported as exc:
+        return f"{mode} mode fell back to workflow: {exc}."
+    retrieval = gathered.retrieval
+    trace.source_ids = [p.id for p in retrieval.passages]
+    trace.index_version = retrieval.index_version
+    trace.models["embeddings"] = s.embeddings.model
+    texts = ([summary] if summary else []) + list(gathered.project_texts)
+    project = ProjectData("\n\n".join(texts), tuple(
+        n for t in texts for n in grounding_numbers(t))) if texts else None
+    _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
+            {"mode": mode, "tools": {"calls": gathered.calls, "cut": gathered.cut}})
+    return None
 
 
 def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
