@@ -5,6 +5,7 @@ the demo BeCoMe app; the scripted OpenAI-compatible server plays the model, tool
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,12 @@ from tests.conftest import (
     start_stack,
 )
 from tests.sseutil import sse_frames
+from tests.test_panel_browser import (
+    LAST_TURN,
+    Panel,
+    browser,  # noqa: F401 - the module-scoped fixture
+    screenshot,
+)
 from tests.test_turn_streaming import receive, tokens_after_last_restart, trace_row
 from tests.wsutil import app_token, get_ticket
 from web.routes.ws import parse_ask
@@ -40,11 +47,12 @@ SSE_ASK = "/api/v1/assistant/chat/stream"
 @pytest.fixture(scope="module")
 def agent_stack(services: Any, scripted_llm: str, demo_app: str) -> Iterator[Stack]:
     """The dev profile (per-turn mode override), tools on for the scripted model, the demo app."""
-    s = start_stack(services, "agent", WEB_PORT + 33, {
+    s = start_stack(services, "agent", WEB_PORT + 27, {
         "ASSISTANT_PROFILE": "dev",
         "ASSISTANT_REDIS_URL": redis_url(8),
         "ASSISTANT_APP_API_URL": demo_app,
         "ASSISTANT_ANSWER_TOOLS": "on",
+        "ASSISTANT_MODE": "agent",  # the panel sends no mode; the tests' asks name theirs
         # Instant scripted embeddings: a test can make a search fail at the embedding call.
         "ASSISTANT_EMBEDDING_BASE_URL": f"{scripted_llm}/v1",
         **scripted_roles(scripted_llm),
@@ -347,3 +355,31 @@ def test_each_mode_resumes_mid_final_answer_over_sse(agent_stack: Stack, scripte
     assert [f["seq"] for f in frames] == list(range(len(frames)))
     assert frames[-1]["type"] == "done" and frames[-1]["mode"] == mode
     assert tokens_after_last_restart(frames) == frames[-1]["answer"] == "".join(chunks)
+
+
+@pytest.mark.browser
+def test_the_panel_timeline_shows_tool_steps(agent_stack: Stack, scripted_llm: str,
+                                             browser: Any) -> None:  # noqa: F811 - fixture
+    script(scripted_llm, tool_rounds=[[SEARCH, {"name": "delete_everything", "arguments": {}}]])
+    token = json.dumps(app_token(agent_stack))
+    p = Panel(browser, agent_stack,
+              init_script=f"window.localStorage.setItem('become_token', {token});")
+    try:
+        p.ask("How does the search work?")
+        p.wait_done()
+        page = p.page
+        page.locator(f"{LAST_TURN} .ba-steps summary").click()
+        tool = page.locator(f"{LAST_TURN} .ba-step-tool")
+        assert tool.count() == 1
+        text = tool.text_content() or ""
+        assert "tool call (search_docs: How does the search work?, " in text
+        assert re.search(r"\d+ characters\)", text)
+        failed = page.locator(f"{LAST_TURN} .ba-step-tool-error").text_content() or ""
+        assert "delete_everything" in failed and "error: unknown_tool" in failed
+        assert "model chooses tools" in (page.locator(f"{LAST_TURN} .ba-steps")
+                                         .text_content() or "")
+        assert p.answer_text() == "".join(FINAL)
+        screenshot(page, "panel-agent-tool-steps.png")
+        assert not p.errors
+    finally:
+        p.close()

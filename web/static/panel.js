@@ -574,6 +574,13 @@
         if (e.language) extra.push(String(e.language));
         if (typeof e.passages === "number") extra.push(this.t("steps.passages", {n: e.passages}));
         if (e.model) extra.push(String(e.model));
+        if (e.tool) {  // agent and hybrid modes: which tool, with what, and what came back
+          const arg = e.args && (e.args.query || e.args.id);
+          extra.push(String(e.tool) + (arg ? ": " + String(arg) : ""));
+          extra.push(e.ok ? this.t("steps.chars", {n: Number(e.chars) || 0})
+            : this.t("steps.tool_error", {error: String(e.error || "")}));
+          li.classList.add(e.ok ? "ba-step-tool" : "ba-step-tool-error");
+        }
         const label = (extra.length ? name + " (" + extra.join(", ") + ")" : name);
         const start = Math.round(Number(e.start_ms) || 0);
         const ms = Math.round(Number(e.ms) || 0);
