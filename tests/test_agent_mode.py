@@ -275,6 +275,8 @@ def test_tool_steps_are_in_the_trace(agent_stack: Stack, scripted_llm: str) -> N
     assert row is not None
     tools = [s for s in row[0] if s["step"] == "tool"]
     assert tools and tools[0]["tool"] == "search_docs" and tools[0]["chars"] > 0
+    # The query is the user's words: without ASSISTANT_TRACE_TEXT only its length is kept.
+    assert tools[0]["args"] == {"query_chars": len("How does the search work?")}
 
 
 def test_a_server_that_refuses_tools_falls_back_to_workflow(agent_stack: Stack,

@@ -36,3 +36,15 @@ def test_the_project_list_keeps_only_safe_ids_and_cleaned_names() -> None:
     assert listed == [{"id": "a1-b2", "name": "Ours (e-mail removed)"}]
     assert "id a1-b2: Ours" in list_text(listed)
     assert "no projects" in list_text([])
+
+
+def test_no_section_carries_what_the_workflow_block_may_not() -> None:
+    from tests.test_what_it_sends import MARKERS, MEMBERS, OPINION, PROJECT, RESULT
+
+    parts = split_context(build_context(PROJECT, [OPINION], RESULT, MEMBERS).text)
+    listed = list_text(project_list([{**PROJECT, "id": "p1"}]))
+    for text in (parts.project, parts.result, parts.opinions, listed):
+        for field in ("id", "admin_id", "user_id", "user_email", "email", "photo_url", "role",
+                      "opinion id", "created_at", "updated_at", "joined_at", "calculated_at"):
+            assert MARKERS[field] not in text, field
+        assert "@" not in text

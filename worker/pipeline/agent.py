@@ -183,3 +183,17 @@ def hybrid_summary(req: TurnRequest) -> str | None:
         return None
     parts = [str(entry.get(k) or "") for k in ("project", "result")]
     return "\n".join(p for p in parts if p.strip()) or None
+
+
+def trace_steps(steps: list[dict[str, Any]], keep_text: bool) -> list[dict[str, Any]]:
+    """The steps for the trace: a search query is the user's words, kept only with trace text."""
+    if keep_text:
+        return steps
+    out = []
+    for step in steps:
+        args = step.get("args")
+        if isinstance(args, dict) and "query" in args:
+            step = {**step, "args": {**{k: v for k, v in args.items() if k != "query"},
+                                     "query_chars": len(str(args["query"]))}}
+        out.append(step)
+    return out

@@ -18,7 +18,13 @@ from shared.language import detect_language
 from shared.project_context import grounding_numbers
 from shared.traces import Trace
 from worker.emit import TurnEmitter
-from worker.pipeline.agent import ToolsUnsupported, choose_mode, gather, hybrid_summary
+from worker.pipeline.agent import (
+    ToolsUnsupported,
+    choose_mode,
+    gather,
+    hybrid_summary,
+    trace_steps,
+)
 from worker.pipeline.checks import check_citations
 from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
@@ -69,7 +75,7 @@ def run_turn(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) 
         trace.error_code = exc.code
         emit.error(exc.code, exc.public_message)
     finally:
-        trace.steps = emit.steps
+        trace.steps = trace_steps(emit.steps, deps.settings.trace_text)
 
 
 def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> None:
