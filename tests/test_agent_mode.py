@@ -19,6 +19,7 @@ from shared.config import Settings
 from shared.errors import BadRequest
 from shared.redis_client import redis_client
 from tests.conftest import (
+    CHAT_PORT,
     WEB_PORT,
     Stack,
     redis_url,
@@ -36,6 +37,7 @@ from tests.test_turn_streaming import receive, tokens_after_last_restart, trace_
 from tests.wsutil import app_token, get_ticket
 from web.routes.ws import parse_ask
 from worker.pipeline.agent import MAX_TOOL_CALLS, choose_mode
+from worker.pipeline.tools import tool_schemas
 from worker.pipeline.types import TurnRequest
 
 ALICE, BOB = DEMO_USERS["alice@example.com"], DEMO_USERS["bob@example.com"]
@@ -80,13 +82,13 @@ def open_ws(stack: Stack, user: str) -> Client:
                                                             app_token(stack, user))))
 
 
-def ask(stack: Stack, message: str, mode: str = "agent", user: str = "tester",
+def ask(stack: Stack, message: str, mode: str | None = "agent", user: str = "tester",
         project_id: str | None = None) -> list[dict[str, Any]]:
-    """Every frame of one turn over the WebSocket (pings left out)."""
+    """Every frame of one turn over the WebSocket (pings left out); mode None sends none."""
     ws = open_ws(stack, user)
     try:
-        ws.send(json.dumps({"type": "ask", "message": message, "mode": mode,
-                            "project_id": project_id}))
+        ws.send(json.dumps({"type": "ask", "message": message, "project_id": project_id,
+                            **({"mode": mode} if mode else {})}))
         frames = [receive(ws, 60)]
         while frames[-1]["type"] not in ("done", "error"):
             frames.append(receive(ws, 60))
@@ -385,3 +387,67 @@ def test_the_panel_timeline_shows_tool_steps(agent_stack: Stack, scripted_llm: s
         assert not p.errors
     finally:
         p.close()
+
+
+def test_the_scripted_server_shapes_tool_calls_like_the_api(scripted_llm: str) -> None:
+    """Streamed and non-streamed tool calls read the same through the OpenAI client."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"{scripted_llm}/v1", api_key="x", max_retries=0)
+    call = {"name": "search_docs", "arguments": {"query": "BM25 ranking"}}
+    kwargs: Any = {"model": "scripted", "tools": tool_schemas(), "tool_choice": "auto",
+                   "messages": [{"role": "user", "content": "Hi?"}]}
+    script(scripted_llm, tool_rounds=[[call], [call]])
+    message = client.chat.completions.create(**kwargs).choices[0].message
+    assert message.tool_calls and message.content is None
+    plain = [(c.function.name, c.function.arguments) for c in message.tool_calls]
+    pieces: dict[int, list[str]] = {}
+    finish = None
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for d in choice.delta.tool_calls or []:
+                entry = pieces.setdefault(d.index, ["", ""])
+                entry[0] += d.function.name or "" if d.function else ""
+                entry[1] += d.function.arguments or "" if d.function else ""
+    assert [tuple(v) for v in pieces.values()] == plain == [
+        ("search_docs", json.dumps(call["arguments"]))]
+    assert finish == "tool_calls"
+    assert client.chat.completions.create(**kwargs).choices[0].message.content == "READY"
+
+
+@pytest.mark.realmodel
+def test_the_local_smollm2_server_makes_no_tool_calls(services: Any) -> None:
+    """Why a local answer role falls back to workflow: llama-cpp-python's server with
+    SmolLM2's own chat template takes `tools` but answers `tool_choice: auto` in plain text."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{CHAT_PORT}/v1", api_key="x",
+                           max_retries=0, timeout=120)
+    resp = client.chat.completions.create(
+        model="SmolLM2-135M-Instruct", tools=tool_schemas(), tool_choice="auto",
+        temperature=0, max_tokens=24,
+        messages=[{"role": "system", "content": "Call search_docs to find the answer."},
+                  {"role": "user", "content": "How does the search work?"}])
+    assert not resp.choices[0].message.tool_calls
+    assert resp.choices[0].finish_reason != "tool_calls"
+
+
+def test_agent_mode_on_a_local_role_runs_as_workflow_and_says_so(
+        services: Any, scripted_llm: str) -> None:
+    """ASSISTANT_MODE=agent with the default `auto` tools and a local answer role."""
+    st = start_stack(services, "agent-local", WEB_PORT + 28, {
+        "ASSISTANT_REDIS_URL": redis_url(7), "ASSISTANT_MODE": "agent",
+        **scripted_roles(scripted_llm)})
+    try:
+        script(scripted_llm, tool_rounds=[[SEARCH]])
+        frames = ask(st, "How does the search work?", mode=None)
+    finally:
+        st.sup.stop_all()
+    done = frames[-1]
+    assert done["type"] == "done" and done["mode"] == "workflow" and done["sources"]
+    assert done["mode_note"] == ("agent mode needs an answer model that can call tools; "
+                                 "scripted cannot here, so this turn used workflow.")
+    decisions, finals = received(scripted_llm)
+    assert decisions == [] and len(finals) == 1
+    assert not tool_events(frames)
