@@ -123,17 +123,19 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
         s = dataclasses.replace(settings, corpus_read_dsn=dsn)
         translate = None
-        if args.translate:
-            from worker.pipeline.rewrite import translate_for_search
+        if args.translate or args.translate_fewshot:
+            from worker.pipeline.rewrite import translate_fewshot, translate_for_search
+
+            step = translate_fewshot if args.translate_fewshot else translate_for_search
 
             def translate(text: str) -> tuple[str, str]:
-                return translate_for_search(s.translation, text, timeout_s=120), text
+                return step(s.translation, text, timeout_s=120), text
 
         report = evaluation.run_eval(
             s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
             translate)
-        report["name"] = spec + (" +translate" if args.translate else "")
-        report["translation_model"] = s.translation.model if args.translate else None
+        report["name"] = spec + (" +translate" if translate is not None else "")
+        report["translation_model"] = s.translation.model if translate is not None else None
         return report
 
     def show(r: dict) -> None:
@@ -209,6 +211,9 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--out", default=None, help="write the JSON report here")
     er.add_argument("--translate", action="store_true",
                     help="translate Czech questions with the translation role first")
+    er.add_argument("--translate-fewshot", action="store_true",
+                    help="translate Czech questions first with a few-shot completion prompt "
+                         "(a base model such as Gemma 3 270M on the translation role)")
     er.set_defaults(func=cmd_eval_retrieval)
     s = sub.add_parser("status", help="component health")
     s.add_argument("--url", default=DEFAULT_URL)

@@ -83,6 +83,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": data, "model": "scripted",
                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
             return
+        if self.path.endswith("/v1/completions"):
+            self._completion(body)
+            return
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": "unknown"})
             return
@@ -121,6 +124,24 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True
+
+    def _completion(self, body: dict[str, Any]) -> None:
+        """A (non-streamed) text completion, cut at the first stop string as servers do."""
+        with State.lock:
+            State.requests.append({"headers": dict(self.headers), "body": body,
+                                   "path": self.path})
+            script = dict(State.script)
+        if script.get("status"):
+            self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        text = "".join(script["chunks"])
+        stops = body.get("stop") or []
+        for stop in [stops] if isinstance(stops, str) else stops:
+            text = text.split(stop)[0]
+        self._json(200, {"id": "x", "object": "text_completion", "model": "scripted",
+                         "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 11, "completion_tokens": 3,
+                                   "total_tokens": 14}})
 
     def _event(self, obj: dict[str, Any]) -> None:
         self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())

@@ -88,7 +88,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
             trace.models["translation"] = s.translation.model
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
-        retrieval = retrieve(conn, s, search, original=query)
+        retrieval = retrieve(conn, s, search, original=query, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
