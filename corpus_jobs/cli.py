@@ -119,23 +119,30 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     questions = evaluation.load_questions(args.questions)
 
     def run(spec: str) -> dict:
-        config, extra = evaluation.load_config(spec)
+        # "NAME+fewshot" / "NAME+chat": translate Czech questions first, on this side only.
+        name, _, how = spec.partition("+")
+        config, extra = evaluation.load_config(name)
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
         s = dataclasses.replace(settings, corpus_read_dsn=dsn)
         translate = None
-        if args.translate or args.translate_fewshot:
+        role = s.translation
+        how = how or ("fewshot" if args.translate_fewshot else "chat" if args.translate else "")
+        if how not in ("", "fewshot", "chat"):
+            raise ConfigError(f"unknown translation {how!r}: +fewshot or +chat")
+        if how:
             from worker.pipeline.rewrite import translate_fewshot, translate_for_search
 
-            step = translate_fewshot if args.translate_fewshot else translate_for_search
+            step = translate_fewshot if how == "fewshot" else translate_for_search
+            role = s.translator if how == "fewshot" else s.translation
 
             def translate(text: str) -> tuple[str, str]:
-                return step(s.translation, text, timeout_s=120), text
+                return step(role, text, timeout_s=120), text
 
         report = evaluation.run_eval(
             s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
             translate)
-        report["name"] = spec + (" +translate" if translate is not None else "")
-        report["translation_model"] = s.translation.model if translate is not None else None
+        report["name"] = name + (f"+{how}" if how else "")
+        report["translation_model"] = role.model if translate is not None else None
         return report
 
     def show(r: dict) -> None:

@@ -50,6 +50,7 @@ TEST_ENV = {
     "ASSISTANT_ANSWER_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
+    "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{port(8093)}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
     # The suite sends many messages as one user from one address: generous quotas here;
     # tests/test_limits.py and the hardening tests exercise the real ones.

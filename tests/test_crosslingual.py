@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -13,13 +14,24 @@ import pytest
 
 from corpus_jobs import stack
 from corpus_jobs.build import build_index, collect
+from corpus_jobs.client import ask, http_json
 from corpus_jobs.manifest import load_manifest
 from shared import corpus_store
 from shared.config import ModelRole, Settings
 from shared.errors import ModelError
-from tests.conftest import PG_PORT, REPO, set_script
+from tests.conftest import (
+    PG_PORT,
+    REPO,
+    WEB_PORT,
+    Stack,
+    redis_url,
+    scripted_roles,
+    set_script,
+    start_stack,
+)
+from tests.wsutil import app_token
 from worker.pipeline.lexicon import aligned_pairs, learn
-from worker.pipeline.retrieve import RetrievalConfig, reserve_slots, retrieve
+from worker.pipeline.retrieve import RetrievalConfig, interleave, rank, retrieve
 from worker.pipeline.rewrite import translate_fewshot
 
 CS = "frontend/src/i18n/locales/cs/auth.json"
@@ -67,26 +79,21 @@ def test_dictionary_from_the_become_interface_texts() -> None:
         assert en in lexicon.entries[cs], (cs, lexicon.entries.get(cs))
 
 
-def test_english_slots_move_the_best_english_passage_into_the_top_k() -> None:
-    langs = {"c1": "cs", "c2": "cs", "c3": "cs", "e1": "en", "e2": "en"}
-    ranked = [("c1", .9), ("c2", .8), ("c3", .7), ("e1", .6), ("e2", .5)]
-    out = [pid for pid, _ in reserve_slots(ranked, langs, top_k=3, slots=1)]
-    assert out == ["c1", "c2", "e1", "c3", "e2"]
-    out = [pid for pid, _ in reserve_slots(ranked, langs, top_k=3, slots=2)]
-    assert out == ["c1", "e1", "e2", "c2", "c3"]
-    # Enough English already in the top k, or none to bring: unchanged.
-    mixed = [("e1", .9), ("c1", .8), ("c2", .7), ("e2", .6)]
-    assert reserve_slots(mixed, langs, top_k=3, slots=1) == mixed
-    only_cs = [("c1", .9), ("c2", .8), ("c3", .7)]
-    assert reserve_slots(only_cs, langs, top_k=2, slots=1) == only_cs
+def test_english_slots_interleave_the_english_side_into_every_run_of_top_k() -> None:
+    main = [("c1", .9), ("c2", .8), ("e1", .7), ("c3", .6), ("c4", .5)]
+    side = [("e1", .5), ("e2", .4), ("e3", .3)]
+    out = [pid for pid, _ in interleave(main, side, top_k=3, slots=1)]
+    assert out == ["c1", "c2", "e1", "c3", "c4", "e2", "e3"], "e1 is placed once"
+    out = [pid for pid, _ in interleave(main, side, top_k=3, slots=2)]
+    assert out == ["c1", "e1", "e2", "c2", "e3", "c3", "c4"]
+    assert interleave(main, [], top_k=3, slots=1) == main
+    assert [p for p, _ in interleave([], side, top_k=3, slots=1)] == ["e1", "e2", "e3"]
 
 
 def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> None:
     role = ModelRole("translation", "local", "scripted", f"{scripted_llm}/v1")
     set_script(scripted_llm, [" How do I change my password?\nCzech: extra line"])
     assert translate_fewshot(role, "Jak si  změním\nheslo?") == "How do I change my password?"
-    from corpus_jobs.client import http_json
-
     _, seen = http_json("GET", f"{scripted_llm}/_requests")
     body = seen[-1]["body"]
     assert body["temperature"] == 0 and body["stop"] == ["\n"]
@@ -134,15 +141,78 @@ def twin_corpus(services: stack.Supervisor, settings: Settings, tmp_path: Path) 
     return s
 
 
-def test_czech_question_reaches_the_english_page(twin_corpus: Settings) -> None:
+def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: Settings
+                                                                    ) -> None:
+    from worker.pipeline.retrieve import lexical_index, lexicon_for
+
     question = "Jak se ukládá moje heslo? Je zašifrované?"
     plain = RetrievalConfig(top_k=2)
     cross = RetrievalConfig(top_k=2, expand_czech=True, english_slots=1)
     with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
+        lexical = lexical_index(conn, corpus_store.current_index(conn).version)
+        assert "password" in lexicon_for(lexical).entries["heslo"], "learnt from the index"
         found = retrieve(conn, twin_corpus, question, config=cross, language="cs")
-        assert any(p.source == "docs/security.md" for p in found.passages), found.passages
         assert len(found.passages) == 2
+        langs = [lexical.by_id[p.id].lang for p in found.passages]
+        assert langs[1] == "en", "the second place is the English side's"
+        # Every English passage is reachable through the English side, the page included.
+        _, ranked, _ = rank(conn, twin_corpus, cross, question, limit=10, language="cs")
+        assert "docs/security.md" in {lexical.by_id[pid].source for pid, _ in ranked}
         # The cross-lingual help is for Czech questions only: English ones rank as before.
         english = "How is my password stored?"
         assert retrieve(conn, twin_corpus, english, config=cross, language="en").passages \
             == retrieve(conn, twin_corpus, english, config=plain, language="en").passages
+
+
+def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
+    from shared.config import settings_from_env
+
+    s = settings_from_env({})
+    assert s.fewshot_translates and not s.translates, "offline default: the few-shot translator"
+    assert s.translator.model == "gemma-3-270m" and s.translator.provider == "local"
+    assert RetrievalConfig().dense_original, "the original wording is searched by meaning too"
+    hosted = settings_from_env({"ASSISTANT_LLM_PROVIDER": "api", "ASSISTANT_API_KEY": "k"})
+    assert hosted.translates and not hosted.fewshot_translates, "a hosted role translates"
+    off = settings_from_env({"ASSISTANT_TRANSLATE_QUERIES": "off"})
+    assert not off.translates and not off.fewshot_translates
+    moved = settings_from_env({"ASSISTANT_TRANSLATOR_BASE_URL": "http://127.0.0.1:9/v1/",
+                               "ASSISTANT_TRANSLATOR_MODEL": "other"})
+    assert moved.translator.base_url == "http://127.0.0.1:9/v1" and moved.translator.model \
+        == "other"
+
+
+@pytest.fixture(scope="module")
+def fewshot_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
+    """A stack on the offline defaults (translation `auto`, a local translation role) with
+    every model on the scripted server, the few-shot translator included."""
+    s = start_stack(services, "fewshot", WEB_PORT + 21, {
+        "ASSISTANT_REDIS_URL": redis_url(8),
+        **scripted_roles(scripted_llm),
+        "ASSISTANT_TRANSLATOR_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_TRANSLATOR_MODEL": "scripted-translator",
+    })
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def test_czech_turn_searches_with_the_fewshot_translation(fewshot_stack: Stack,
+                                                          scripted_llm: str) -> None:
+    set_script(scripted_llm, ["How does the search work?\nCzech: more"])
+    frames, done = ask(fewshot_stack.base_url, app_token(fewshot_stack),
+                       "Jak funguje vyhledávání v dokumentaci?")
+    assert done["type"] == "done" and done["language"] == "cs"
+    assert "translate" in [f["step"] for f in frames if f["type"] == "event"]
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    completions = [r["body"] for r in requests if r.get("path", "").endswith("/v1/completions")]
+    assert len(completions) == 1 and completions[0]["model"] == "scripted-translator"
+    assert completions[0]["prompt"].endswith(
+        "Czech: Jak funguje vyhledávání v dokumentaci?\nEnglish:")
+    # An English question is searched as written: no translation call.
+    set_script(scripted_llm, ["Hybrid [1]."])
+    frames, done = ask(fewshot_stack.base_url, app_token(fewshot_stack),
+                       "How does the search work?")
+    assert done["type"] == "done"
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    assert not [r for r in requests if r.get("path", "").endswith("/v1/completions")]

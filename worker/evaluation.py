@@ -32,10 +32,8 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-slots": RetrievalConfig(english_slots=1),
     "hybrid-dict": RetrievalConfig(expand_czech=True),
     "hybrid-dict-slots": RetrievalConfig(expand_czech=True, english_slots=1),
-    "hybrid-both": RetrievalConfig(dense_original=True),
-    "hybrid-both-slots": RetrievalConfig(dense_original=True, english_slots=1),
-    "hybrid-both-dict-slots": RetrievalConfig(dense_original=True, expand_czech=True,
-                                              english_slots=1),
+    "hybrid-dict-slots2": RetrievalConfig(expand_czech=True, english_slots=2),
+    "hybrid-bm25-original": RetrievalConfig(dense_original=False),
 }
 
 

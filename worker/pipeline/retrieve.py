@@ -41,7 +41,7 @@ class RetrievalConfig:
     # ... keep this many of the top_k places for the best English passages ...
     english_slots: int = 0
     # ... and, when a translation is searched, search the original wording by meaning too.
-    dense_original: bool = False
+    dense_original: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:

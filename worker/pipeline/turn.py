@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.errors import AssistantError, TimedOut
+from shared.errors import AssistantError, ModelError, TimedOut
 from shared.language import detect_language
 from shared.traces import Trace
 from worker.emit import TurnEmitter
@@ -23,7 +23,12 @@ from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages
 from worker.pipeline.retrieve import retrieve
-from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
+from worker.pipeline.rewrite import (
+    looks_like_followup,
+    rewrite_followup,
+    translate_fewshot,
+    translate_for_search,
+)
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
@@ -86,6 +91,14 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("translate"):
             search = translate_for_search(s.translation, query)
             trace.models["translation"] = s.translation.model
+    elif s.fewshot_translates and lang == "cs":
+        with emit.step("translate") as d:
+            try:
+                search = translate_fewshot(s.translator, query)
+                trace.models["translation"] = s.translator.model
+            except ModelError:
+                # The translation only helps the search: without it, search the original.
+                d["fallback"] = "original"
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
         retrieval = retrieve(conn, s, search, original=query, language=lang)
