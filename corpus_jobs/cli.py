@@ -163,12 +163,14 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         show(b)
         out["b"] = b
         out["comparison"] = cmp = evaluation.compare(a, b)
-        for metric in ("hit@3", "mrr"):
-            c = cmp[metric]
-            verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
-            print(f"{args.compare} - {args.settings} {metric}: {c['mean_diff']:+.3f}  "
-                  f"90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
-                  f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
+        scopes = [("all", cmp)] + list(cmp.get("by_language", {}).items())
+        for scope, part in scopes:
+            for metric in ("hit@3", "mrr"):
+                c = part[metric]
+                verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
+                print(f"{args.compare} - {args.settings} {scope:<3} {metric}: "
+                      f"{c['mean_diff']:+.3f}  90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
+                      f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")

@@ -216,3 +216,18 @@ def test_czech_turn_searches_with_the_fewshot_translation(fewshot_stack: Stack,
     assert done["type"] == "done"
     _, requests = http_json("GET", f"{scripted_llm}/_requests")
     assert not [r for r in requests if r.get("path", "").endswith("/v1/completions")]
+
+
+def test_compare_bootstraps_each_language_on_its_own() -> None:
+    from worker.evaluation import compare
+
+    def report(ranks: dict[str, int | None]) -> dict:
+        return {"questions": [{"id": i, "language": i[:2], "rank": r} for i, r in ranks.items()]}
+
+    a = report({"en1": 1, "en2": 2, "cs1": None, "cs2": 7, "cs3": 1})
+    b = report({"en1": 1, "en2": 2, "cs1": 2, "cs2": 3, "cs3": 1})
+    out = compare(a, b)
+    assert out["questions"] == 5 and set(out["by_language"]) == {"cs", "en"}
+    assert out["by_language"]["en"]["hit@3"]["mean_diff"] == 0
+    assert out["by_language"]["cs"]["questions"] == 3
+    assert out["by_language"]["cs"]["hit@3"]["mean_diff"] == round(2 / 3, 4)

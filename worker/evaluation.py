@@ -29,7 +29,6 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-fold": RetrievalConfig(fold_diacritics=True),
     "hybrid-lemma": RetrievalConfig(lemmatize=True),
     "bm25-lemma": RetrievalConfig(mode="bm25", lemmatize=True),
-    "hybrid-slots": RetrievalConfig(english_slots=1),
     "hybrid-dict": RetrievalConfig(expand_czech=True),
     "hybrid-dict-slots": RetrievalConfig(expand_czech=True, english_slots=1),
     "hybrid-dict-slots2": RetrievalConfig(expand_czech=True, english_slots=2),
@@ -230,6 +229,15 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     def rr(r: int | None) -> float:
         return 1.0 / r if r is not None and r <= MRR_DEPTH else 0.0
 
+    lang = {x["id"]: x["language"] for x in a["questions"]}
+    by_language = {}
+    for code in sorted({lang[i] for i in ids}):
+        sub = [i for i in ids if lang[i] == code]
+        by_language[code] = {
+            "questions": len(sub),
+            "hit@3": paired_bootstrap([hit3(ra[i]) for i in sub], [hit3(rb[i]) for i in sub]),
+            "mrr": paired_bootstrap([rr(ra[i]) for i in sub], [rr(rb[i]) for i in sub])}
     return {"questions": len(ids),
             "hit@3": paired_bootstrap([hit3(ra[i]) for i in ids], [hit3(rb[i]) for i in ids]),
-            "mrr": paired_bootstrap([rr(ra[i]) for i in ids], [rr(rb[i]) for i in ids])}
+            "mrr": paired_bootstrap([rr(ra[i]) for i in ids], [rr(rb[i]) for i in ids]),
+            "by_language": by_language}
