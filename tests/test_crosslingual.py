@@ -158,6 +158,10 @@ def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: 
         # Every English passage is reachable through the English side, the page included.
         _, ranked, _ = rank(conn, twin_corpus, cross, question, limit=10, language="cs")
         assert "docs/security.md" in {lexical.by_id[pid].source for pid, _ in ranked}
+        # The default path for a translated question: the translation finds the English page.
+        translated = retrieve(conn, twin_corpus, "How is my password stored?", original=question,
+                              config=RetrievalConfig(top_k=3), language="cs")
+        assert "docs/security.md" in [p.source for p in translated.passages]
         # The cross-lingual help is for Czech questions only: English ones rank as before.
         english = "How is my password stored?"
         assert retrieve(conn, twin_corpus, english, config=cross, language="en").passages \
@@ -171,6 +175,7 @@ def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
     assert s.fewshot_translates and not s.translates, "offline default: the few-shot translator"
     assert s.translator.model == "gemma-3-270m" and s.translator.provider == "local"
     assert RetrievalConfig().dense_original, "the original wording is searched by meaning too"
+    assert RetrievalConfig().translation_english_only
     hosted = settings_from_env({"ASSISTANT_LLM_PROVIDER": "api", "ASSISTANT_API_KEY": "k"})
     assert hosted.translates and not hosted.fewshot_translates, "a hosted role translates"
     off = settings_from_env({"ASSISTANT_TRANSLATE_QUERIES": "off"})

@@ -32,7 +32,9 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-dict": RetrievalConfig(expand_czech=True),
     "hybrid-dict-slots": RetrievalConfig(expand_czech=True, english_slots=1),
     "hybrid-dict-slots2": RetrievalConfig(expand_czech=True, english_slots=2),
-    "hybrid-bm25-original": RetrievalConfig(dense_original=False),
+    "hybrid-bm25-original": RetrievalConfig(dense_original=False,
+                                            translation_english_only=False),
+    "hybrid-both-all": RetrievalConfig(translation_english_only=False),
 }
 
 

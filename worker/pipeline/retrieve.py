@@ -40,8 +40,11 @@ class RetrievalConfig:
     expand_czech: bool = False
     # ... keep this many of the top_k places for the best English passages ...
     english_slots: int = 0
-    # ... and, when a translation is searched, search the original wording by meaning too.
+    # When a translation is searched: search the original wording by meaning too, and search
+    # the (English) translation over English passages only, since the original's rankings
+    # already cover the Czech ones (both measured in docs/benchmarks.md, issue 12).
     dense_original: bool = True
+    translation_english_only: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -233,19 +236,22 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
         ranked = interleave(fuse(main, config.rrf_k), fuse(side, config.rrf_k), config.top_k,
                             config.english_slots)
         return info.version, ranked[: limit or config.top_k], lexical
+    on_query: list[str | None] = ["en"] if config.translation_english_only and translated \
+        else pools
     dense_texts = [query] + ([own] if config.dense_original and translated else [])
     texts = dense_texts + ([expansion] if expansion else [])
     vectors = _vectors(settings, texts) if dense else []
     rankings: list[list[tuple[str, float]]] = []
-    for vector in vectors[: len(dense_texts)]:
-        for lang in pools:
+    for n, vector in enumerate(vectors[: len(dense_texts)]):
+        for lang in on_query if n == 0 else pools:
             rankings.append(corpus_store.dense_search(conn, vector, config.candidates, lang))
     if expansion and dense:
         rankings.append(corpus_store.dense_search(conn, vectors[-1], config.candidates, "en"))
     if words:
-        for lang in pools:
+        for lang in on_query:
             rankings.append(lexical.top(query, config.candidates, lang))
-            if config.bm25_original and translated:
+        if config.bm25_original and translated:
+            for lang in pools:
                 rankings.append(lexical.top(own, config.candidates, lang))
         if expansion:
             rankings.append(lexical.top(expansion, config.candidates, "en"))
