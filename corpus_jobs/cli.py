@@ -210,6 +210,11 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--translate", action="store_true",
                     help="translate Czech questions with the translation role first")
     er.set_defaults(func=cmd_eval_retrieval)
+    # --- eval answers / eval seal (issue 14): all of it lives in corpus_jobs/eval_cli.py ---
+    from corpus_jobs import eval_cli
+
+    eval_cli.add_parsers(esub, DEFAULT_URL, _app_token)
+    # --- end of eval answers / eval seal ---
     s = sub.add_parser("status", help="component health")
     s.add_argument("--url", default=DEFAULT_URL)
     s.set_defaults(func=cmd_status)
