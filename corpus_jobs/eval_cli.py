@@ -115,6 +115,8 @@ def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
               f"unsupported claims {o['unsupported_claims']}, number flags "
               f"{o['number_flags']}, invalid citations {o['invalid_citations']}, language "
               f"match {o['language_match']} (n={o['n']})")
+        for w in s.get("warnings") or ():
+            print(f"  warning: {w}")
         if s.get("acceptance"):
             print(f"  rule {s['acceptance']['rule']!r}: "
                   f"{'accepted' if s['acceptance']['accepted'] else 'NOT accepted'}")

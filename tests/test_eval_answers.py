@@ -169,12 +169,14 @@ def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
         scripted_stack: Stack, scripted_llm: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     qfile = write_questions(tmp_path / "dev.jsonl", QUESTIONS)
-    a = write_setup(tmp_path / "alpha.toml", "alpha-setup-name", url=scripted_stack.base_url)
+    # A is the running scripted stack, described by its [env]; B is started by the harness.
+    described = {k: v for k, v in scripted_stack.env.items()
+                 if k.startswith("ASSISTANT_") and "SECRET" not in k}
+    a = write_setup(tmp_path / "alpha.toml", "alpha-setup-name", url=scripted_stack.base_url,
+                    env=described)
     # B is started by the harness itself, from its [env], on a Redis database of its own.
     b = write_setup(tmp_path / "bravo.toml", "bravo-setup-name", env={
-        **{k: v for k, v in scripted_stack.env.items()
-           if k.startswith("ASSISTANT_") and "SECRET" not in k},
-        "ASSISTANT_REDIS_URL": redis_url(9), "ASSISTANT_ANSWER_LLM_MODEL": "scripted-b"})
+        **described, "ASSISTANT_REDIS_URL": redis_url(9), "ASSISTANT_ANSWER_LLM_MODEL": "scripted-b"})
     script_all(scripted_llm)
     out = tmp_path / "run"
     code = main(["eval", "answers", "--questions", str(qfile), "--setup", str(a),
@@ -202,6 +204,7 @@ def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
     assert prov["mode"] == "workflow" and prov["answer_form"] == "prose"
     assert prov["models"]["answer"]["model"] == "scripted"
     assert "answer_system.txt" in prov["prompts"] and result["setups"]["A"]["index_versions"]
+    assert "warnings" not in result["setups"]["A"]
     c = result["comparison"]["facts_delivered"]
     assert c["questions"] == 3 and c["mean_diff"] == 0.5
     assert result["comparison"]["invalid_citations"]["mean_diff"] == -0.25
@@ -255,6 +258,8 @@ def test_sealed_set_refuses_runs_without_a_rule_and_with_a_changed_rule(
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert result["rule"] == rule
     assert result["setups"]["A"]["acceptance"]["accepted"] is True
+    # This setup names only a URL: the harness cannot know the server's models, and says so.
+    assert "answered with scripted" in result["setups"]["A"]["warnings"][0]
     assert len(requests_of(scripted_llm, "scripted")) == 1
 
 

@@ -97,6 +97,13 @@ def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: 
             "acceptance": seal.accepted(rule, metrics["overall"], stats.KNOWN) if rule
             else None,
         }
+        declared = (manifest["setups"][t.slot].get("models") or {}).get("answer") or {}
+        observed = result["setups"][t.slot]["observed_answer_models"]
+        if observed and observed != [declared.get("model")]:
+            # A setup given by URL describes its server in [env]; the done frames tell.
+            result["setups"][t.slot]["warnings"] = [
+                f"the server answered with {', '.join(observed)}, but the setup declares "
+                f"{declared.get('model')}: describe the server in the setup's [env]"]
         if hosted is not None:
             result["setups"][t.slot]["hosted_estimate"] = stats.hosted_estimate(
                 rows, hosted.price_in, hosted.price_out, hosted.tokens_per_s,

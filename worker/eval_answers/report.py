@@ -45,7 +45,8 @@ def plot_breakdown(path: Path, title: str, groups: dict[str, dict[str, Any]]) ->
 def plot_comparison(path: Path, comparison: dict[str, Any], a: str, b: str) -> None:
     """Horizontal bars of B - A per metric with 95% bootstrap intervals."""
     plt = _pyplot()
-    metrics = [m for m in METRICS if m in comparison and not m.endswith("_tokens")]
+    # Shares only: seconds and tokens live on other scales (they stay in the table).
+    metrics = [m for m in METRICS if m in comparison and not m.endswith(("_tokens", "_s"))]
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(metrics) + 1.4), dpi=100)
     for i, m in enumerate(metrics):
         c = comparison[m]
@@ -58,7 +59,8 @@ def plot_comparison(path: Path, comparison: dict[str, Any], a: str, b: str) -> N
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(metrics)), metrics)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{b} − {a} (mean over questions, 95% paired bootstrap interval)")
+    ax.set_xlabel(f"{b} − {a}\n(mean difference over questions, 95% paired bootstrap "
+                  "interval; green/red: interval excludes zero)")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -100,7 +102,7 @@ def write_report(out: Path, result: dict[str, Any], answers: dict[str, dict[str,
                  questions: dict[str, Any], verdicts: dict[tuple[str, str], Any]) -> Path:
     """report.html and its PNGs in the run directory."""
     setups = result["setups"]
-    parts = [f"<h1>Answer evaluation: {html.escape(' vs '.join(s['name'] for s in setups.values()))}"
+    parts = [f"<h1>Answer evaluation: {html.escape(' vs '.join(s['provenance']['name'] for s in setups.values()))}"
              "</h1>",
              f"<p>Questions: <code>{html.escape(result['questions_file'])}</code> "
              f"(sha256 {result['questions_sha256'][:16]}…), {result['questions']} questions. "
@@ -116,6 +118,8 @@ def write_report(out: Path, result: dict[str, Any], answers: dict[str, dict[str,
         parts.append(f"<details><summary>settings and prompt hashes</summary><pre>"
                      f"{html.escape(str(prov['settings']))}\n{html.escape(str(prov['prompts']))}"
                      "</pre></details>")
+        for w in s.get("warnings") or ():
+            parts.append(f'<p style="color:#b45309"><b>Warning:</b> {html.escape(w)}</p>')
         m = s["metrics"]
         rows = [[name, METRICS[name][1], m["overall"].get(name), m["overall"].get(f"{name}_n")]
                 for name in METRICS]
