@@ -72,6 +72,29 @@ def asker(base_url: str, token: str, timeout_s: float) -> Callable[[str], list[d
     return ask
 
 
+def passage_lookup(dsn: str) -> Callable[[str, str], str | None]:
+    """Full passage text by (source, section) from an index; None when it is not reachable."""
+    import psycopg
+
+    from shared import corpus_store
+    from shared.errors import AssistantError
+
+    cache: dict[tuple[str, str], str | None] = {}
+
+    def lookup(source: str, section: str) -> str | None:
+        if (source, section) not in cache:
+            try:
+                with corpus_store.connect(dsn, autocommit=True) as conn:
+                    row = conn.execute(
+                        f"SELECT text FROM {corpus_store.LIVE_TABLE} WHERE source = %s AND "
+                        "section = %s ORDER BY id LIMIT 1", (source, section)).fetchone()
+            except (AssistantError, psycopg.Error):
+                row = None
+            cache[(source, section)] = str(row[0]) if row else None
+        return cache[(source, section)]
+    return lookup
+
+
 def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
     """Run every question through the real path, judge blind, compare, report."""
     from worker.eval_answers import harness
@@ -104,7 +127,8 @@ def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
             args.ledger, rule=args.rule, max_new=args.max_questions, progress=progress,
             command="become-assistant " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             hosted=harness.Hosted(args.price_in, args.price_out, args.hosted_tokens_per_s,
-                                  args.hosted_first_token_s))
+                                  args.hosted_first_token_s),
+            lookup=passage_lookup(args.dsn or settings.corpus_read_dsn))
     if not result["complete"]:
         print(f"stopped with {result['missing']} answers still to collect; run the same "
               "command again to resume", file=sys.stderr)
@@ -158,6 +182,8 @@ def add_parsers(esub: Any, default_url: str, app_token: TokenFn) -> None:
     a.add_argument("--max-questions", type=int, default=None,
                    help="ask at most this many new questions now (resume later)")
     a.add_argument("--ledger", default=DEFAULT_LEDGER)
+    a.add_argument("--dsn", default=None, help="read DSN of the index the setups answer from "
+                                               "(passage text for the judge)")
     a.add_argument("--var", default="var")
     a.add_argument("--price-in", type=float, default=0.15, help="USD per M input tokens")
     a.add_argument("--price-out", type=float, default=0.60, help="USD per M output tokens")

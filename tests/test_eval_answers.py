@@ -16,8 +16,9 @@ import pytest
 
 from corpus_jobs.cli import main
 from corpus_jobs.client import http_json
+from corpus_jobs.eval_cli import passage_lookup
 from tests.conftest import REPO, Stack, redis_url, set_script, stack_env, wait_for
-from worker.eval_answers import judge, seal, stats
+from worker.eval_answers import harness, judge, seal, stats
 from worker.eval_answers.grade import grade
 from worker.eval_answers.questions import AnswerQuestion
 
@@ -151,6 +152,21 @@ def test_grading_in_code_of_known_records() -> None:
     assert g2["citations_used"] == 1.0 and g2["dont_know"] is None
 
 
+def test_usage_is_estimated_from_the_rebuilt_prompt_when_the_server_reports_none() -> None:
+    q = AnswerQuestion("e", "en", "How does the search work?", "x", True, ("f",), (), "")
+    record = {"outcome": "done", "answer": "x" * 400, "detected_language": "en",
+              "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+              "sources": [{"n": 1, "source": "a.md", "title": "A", "section": "# A",
+                           "excerpt": "short…", "score": 0.1, "local": False}]}
+    full = harness.with_passage_text(record, lambda src, sec: "y" * 4000)
+    est = harness.estimated_usage(q, full)
+    assert est is not None and est["completion_tokens"] == 100
+    assert est["prompt_tokens"] > 1000, "the passage's full text, not its excerpt"
+    assert harness.estimated_usage(q, {**full, "usage": {"prompt_tokens": 7}}) is None
+    text = judge.judge_messages(q, "answer", full["sources"])[1]["content"]
+    assert "y" * 4000 in text and "short…" not in text
+
+
 def test_rules_are_parsed_and_applied() -> None:
     rule = "facts_delivered >= 0.47 and unsupported_claims <= 0.26"
     assert seal.accepted(rule, {"facts_delivered": 0.5, "unsupported_claims": 0.2},
@@ -220,6 +236,13 @@ def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
     order = ["B" if "scripted-b" in json.dumps(body) or any(
         k in json.dumps(body, ensure_ascii=False) for k in B_VERDICTS) else "A" for body in seen]
     assert order not in (["A"] * 4 + ["B"] * 4, ["B"] * 4 + ["A"] * 4), order
+    # The judge reads the passages the answer model read, not their 400-character excerpts.
+    cut = [src for line in (out / "answers-A.jsonl").read_text(encoding="utf-8").splitlines()
+           for src in json.loads(line)["sources"] if src["excerpt"].endswith("…")]
+    assert cut, "some passage is longer than its excerpt"
+    full = passage_lookup(scripted_stack.settings.corpus_read_dsn)(cut[0]["source"],
+                                                                  cut[0]["section"])
+    assert full and any(full in m["content"] for b in seen for m in b["messages"])
     blind = json.loads((out / "blind.json").read_text(encoding="utf-8"))
     assert all(len(i) == 12 for i in blind["items"]), "random tokens, not setup names"
     # The second judge rescored 25% of the 8 answers; kappa is reported per criterion.

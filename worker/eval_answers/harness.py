@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shared.config import ModelRole
 from worker.eval_answers import report, run, seal, stats
-from worker.eval_answers.questions import file_sha256, is_sealed, load_answer_questions
+from worker.eval_answers.questions import (
+    AnswerQuestion,
+    file_sha256,
+    is_sealed,
+    load_answer_questions,
+)
+from worker.pipeline.prompt import build_messages
+from worker.pipeline.types import Passage, Retrieval
 
 SEED = 20261130
 
@@ -33,6 +40,37 @@ class Judges:
     share: float = 0.25
 
 
+# Full text of a passage by (source, section), from the index the setups answer from.
+Lookup = Callable[[str, str], str | None]
+CHARS_PER_TOKEN = 4.0  # a common rough rule for English; Czech runs a little higher
+
+
+def with_passage_text(record: dict[str, Any], lookup: Lookup | None) -> dict[str, Any]:
+    """The record with each source's full passage text (the excerpt when it cannot be found)."""
+    sources = []
+    for s in record.get("sources") or []:
+        text = lookup(s.get("source", ""), s.get("section", "")) if lookup else None
+        sources.append({**s, "text": text or s.get("excerpt", "")})
+    return {**record, "sources": sources}
+
+
+def estimated_usage(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, Any] | None:
+    """Token counts from characters when the server reported none (llama.cpp's stream does
+    not): the answer prompt is rebuilt from the prompt files and the passages."""
+    usage = record.get("usage") or {}
+    if record.get("outcome") != "done" or usage.get("prompt_tokens"):
+        return None
+    passages = tuple(Passage(str(s.get("n")), s.get("source", ""), s.get("title", ""),
+                             s.get("section", ""), s.get("text", ""), bool(s.get("local")),
+                             float(s.get("score") or 0)) for s in record.get("sources") or [])
+    messages = build_messages(q.question, (), Retrieval(passages, "", q.question),
+                              str(record.get("detected_language") or "unknown"))
+    chars = sum(len(m["content"]) for m in messages)
+    return {"prompt_tokens": round(chars / CHARS_PER_TOKEN),
+            "completion_tokens": round(len(record.get("answer") or "") / CHARS_PER_TOKEN),
+            "basis": f"characters / {CHARS_PER_TOKEN:g} (the server reported no usage)"}
+
+
 @dataclass(frozen=True)
 class Hosted:
     """Assumptions for the hosted-model estimate (prices in USD per million tokens)."""
@@ -46,7 +84,8 @@ class Hosted:
 def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: Judges,
              ledger: str, rule: str | None = None, max_new: int | None = None,
              progress: run.Progress | None = None, command: str = "",
-             hosted: Hosted | None = None, seed: int = SEED) -> dict[str, Any]:
+             hosted: Hosted | None = None, seed: int = SEED, lookup: Lookup | None = None
+             ) -> dict[str, Any]:
     """Run (or resume) an evaluation; returns the results (also results.json, report.html)."""
     questions = load_answer_questions(questions_file)
     rule = seal.rule_for_run(questions_file, is_sealed(questions_file, questions), out, ledger,
@@ -70,9 +109,18 @@ def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: 
     missing = sum(len(questions) - len(a) for a in answers.values())
     if missing:
         return {"complete": False, "missing": missing}
+    # The judge reads the passages the answer model read, not the 400-character excerpts.
+    qmap = {q.id: q for q in questions}
+    answers = {slot: {qid: with_passage_text(r, lookup) for qid, r in recs.items()}
+               for slot, recs in answers.items()}
+    for by_id in answers.values():
+        for qid, r in by_id.items():
+            est = estimated_usage(qmap[qid], r)
+            if est is not None:
+                r["usage_estimated"] = est
     judgements: list[dict[str, Any]] = []
     if judges.first is not None:
-        judgements = run.judge_run(out, {q.id: q for q in questions}, answers, judges.first,
+        judgements = run.judge_run(out, qmap, answers, judges.first,
                                    judges.second, judges.share, seed, progress)
     blind = json.loads((out / run.BLIND_FILE).read_text(encoding="utf-8")) \
         if (out / run.BLIND_FILE).is_file() else {"items": {}}
@@ -122,6 +170,5 @@ def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: 
                "judges)" if same else "") + ".")
     (out / "results.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n",
                                       encoding="utf-8")
-    qmap = {q.id: q for q in questions}
     result["report"] = str(report.write_report(out, result, answers, qmap, verdicts))
     return result

@@ -20,11 +20,14 @@ from worker.pipeline.prompt import prompt_text
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "facts": {"type": "array", "items": {
+        # Bounds keep a small model held by a grammar from listing claims until it runs out
+        # of tokens (a cut-off verdict is no verdict).
+        "facts": {"type": "array", "maxItems": 12, "items": {
             "type": "object",
             "properties": {"n": {"type": "integer"}, "delivered": {"type": "boolean"}},
             "required": ["n", "delivered"]}},
-        "unsupported_claims": {"type": "array", "items": {"type": "string"}},
+        "unsupported_claims": {"type": "array", "maxItems": 8,
+                               "items": {"type": "string", "maxLength": 200}},
     },
     "required": ["facts", "unsupported_claims"],
 }
@@ -82,7 +85,8 @@ def judge_messages(q: AnswerQuestion, answer: str, sources: Sequence[dict[str, A
     facts = "\n".join(f"{i + 1}. {q.expected_facts[i]}" for i in order) or \
         "(none: the passages are not expected to answer this question)"
     passages = "\n\n".join(
-        f"[{s.get('n')}] {s.get('title', '')} — {s.get('section', '')}\n{s.get('excerpt', '')}"
+        f"[{s.get('n')}] {s.get('title', '')} — {s.get('section', '')}\n"
+        f"{s.get('text') or s.get('excerpt', '')}"
         for s in sources) or "(no passages)"
     user = prompt_text("judge_input.txt").format(
         question=q.question, facts=facts, passages=passages, answer=answer.strip())

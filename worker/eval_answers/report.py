@@ -164,7 +164,8 @@ def write_report(out: Path, result: dict[str, Any], answers: dict[str, dict[str,
         if est:
             parts.append(f"<h2>Setup {slot} on a hosted model (estimate, no call made)</h2>"
                          f"<p>From the recorded usage: {est['prompt_tokens']:.0f} prompt and "
-                         f"{est['completion_tokens']:.0f} completion tokens per question; at "
+                         f"{est['completion_tokens']:.0f} completion tokens per question "
+                         f"({html.escape(est['tokens'])}); at "
                          f"${est['assumed']['usd_per_m_input']}/M in and "
                          f"${est['assumed']['usd_per_m_output']}/M out that is "
                          f"${est['usd_per_question']:.5f} a question, and about "

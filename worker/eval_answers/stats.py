@@ -61,6 +61,9 @@ def score_rows(slot: str, questions: Sequence[AnswerQuestion],
         row["unsupported_claims"] = (1.0 if v["unsupported_claims"] else 0.0) if v else None
         timing = rec.get("timing") or {}
         usage = rec.get("usage") or {}
+        if not usage.get("prompt_tokens") and rec.get("usage_estimated"):
+            usage = rec["usage_estimated"]
+            row["tokens_estimated"] = True
         row["total_s"] = timing["total_ms"] / 1000 if timing.get("total_ms") else None
         row["first_token_s"] = (timing["first_token_ms"] / 1000
                                 if timing.get("first_token_ms") else None)
@@ -144,7 +147,11 @@ def hosted_estimate(rows: Sequence[dict[str, Any]], price_in_per_m: float,
     if not pt or not ct:
         return {}
     mean_in, mean_out = sum(pt) / len(pt), sum(ct) / len(ct)
+    estimated = sum(1 for r in rows if r.get("tokens_estimated"))
     return {"prompt_tokens": round(mean_in, 1), "completion_tokens": round(mean_out, 1),
+            "tokens": f"estimated from characters for {estimated} of {len(rows)} answers "
+                      "(the server reported no usage)" if estimated else "as the server "
+                      "reported them",
             "usd_per_question": round((mean_in * price_in_per_m + mean_out * price_out_per_m)
                                       / 1e6, 6),
             "seconds_per_question": round(first_token_s + mean_out / output_tokens_per_s, 2),
