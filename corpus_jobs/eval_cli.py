@@ -98,9 +98,16 @@ def passage_lookup(dsn: str) -> Callable[[str, str], str | None]:
 def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
     """Run every question through the real path, judge blind, compare, report."""
     from worker.eval_answers import harness
+    from worker.eval_answers.questions import load_answer_questions
     from worker.eval_answers.setup import load_setup, provenance
 
     settings = get_settings()
+    # Bad input is refused before any stack starts or any question is asked.
+    load_answer_questions(args.questions)
+    if not 0 <= args.second_share <= 1:
+        raise BadRequest("--second-share must be between 0 and 1")
+    if args.max_questions is not None and args.max_questions < 1:
+        raise BadRequest("--max-questions must be at least 1")
     specs = [("A", args.setup)] + ([("B", args.compare)] if args.compare else [])
     setups = [(slot, load_setup(path, args.url)) for slot, path in specs]
     first = None if args.no_judge else (parse_judge(args.judge) if args.judge

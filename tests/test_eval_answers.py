@@ -179,6 +179,31 @@ def test_rules_are_parsed_and_applied() -> None:
         seal.parse_rule("facts_delivered is high", stats.KNOWN)
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--questions", "/nonexistent.jsonl"], "no question file"),
+    (["--questions", "{bad}"], "not a valid question"),
+    (["--second-share", "2"], "between 0 and 1"),
+    (["--judge", "no-url-here"], "MODEL@BASE_URL"),
+    (["--setup", "{toml}"], "ASSISTANT_* variables"),
+])
+def test_bad_input_gets_a_clear_error(argv: list[str], message: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    good = write_questions(tmp_path / "q.jsonl", QUESTIONS[:1])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n', encoding="utf-8")
+    toml = tmp_path / "s.toml"
+    toml.write_text('[env]\nPATH = "/tmp"\n', encoding="utf-8")
+    argv = [a.format(bad=bad, toml=toml) for a in argv]
+    base = ["eval", "answers", "--out", str(tmp_path / "run"), "--url", "http://127.0.0.1:9"]
+    if "--questions" not in argv:
+        base += ["--questions", str(good)]
+    if "--judge" not in argv:
+        base.append("--no-judge")
+    assert main([*base, *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
 # --- the real path: web, worker, scripted models ------------------------------------------
 
 def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
