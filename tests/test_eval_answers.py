@@ -17,6 +17,7 @@ import pytest
 from corpus_jobs.cli import main
 from corpus_jobs.client import http_json
 from corpus_jobs.eval_cli import passage_lookup
+from shared.auth import mint_access_token
 from tests.conftest import REPO, Stack, redis_url, set_script, stack_env, wait_for
 from worker.eval_answers import harness, judge, seal, stats
 from worker.eval_answers.grade import grade
@@ -206,8 +207,18 @@ def test_bad_input_gets_a_clear_error(argv: list[str], message: str, tmp_path: P
 
 # --- the real path: web, worker, scripted models ------------------------------------------
 
+@pytest.fixture
+def eval_token(scripted_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The app token the harness asks with (ASSISTANT_TOKEN, as for any non-dev stack); stacks
+    the harness starts inherit the scripted stack's secret, so the one token serves both."""
+    token = mint_access_token("eval-user", scripted_stack.settings.app_jwt_secret)
+    monkeypatch.setenv("ASSISTANT_TOKEN", token)
+    monkeypatch.setenv("ASSISTANT_APP_JWT_SECRET", scripted_stack.settings.app_jwt_secret)
+    return token
+
+
 def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
-        scripted_stack: Stack, scripted_llm: str, tmp_path: Path,
+        scripted_stack: Stack, scripted_llm: str, tmp_path: Path, eval_token: str,
         capsys: pytest.CaptureFixture[str]) -> None:
     qfile = write_questions(tmp_path / "dev.jsonl", QUESTIONS)
     # A is the running scripted stack, described by its [env]; B is started by the harness.
@@ -283,7 +294,7 @@ def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
 
 
 def test_sealed_set_refuses_runs_without_a_rule_and_with_a_changed_rule(
-        scripted_stack: Stack, scripted_llm: str, tmp_path: Path,
+        scripted_stack: Stack, scripted_llm: str, tmp_path: Path, eval_token: str,
         capsys: pytest.CaptureFixture[str]) -> None:
     qfile = write_questions(tmp_path / "sealed.jsonl", QUESTIONS[:1])
     setup = write_setup(tmp_path / "a.toml", "a", url=scripted_stack.base_url)
@@ -312,7 +323,7 @@ def test_sealed_set_refuses_runs_without_a_rule_and_with_a_changed_rule(
 
 
 def test_a_killed_run_resumes_without_repeating_questions(
-        scripted_stack: Stack, scripted_llm: str, tmp_path: Path) -> None:
+        scripted_stack: Stack, scripted_llm: str, tmp_path: Path, eval_token: str) -> None:
     qfile = write_questions(tmp_path / "dev.jsonl", QUESTIONS)
     setup = write_setup(tmp_path / "a.toml", "a", url=scripted_stack.base_url)
     out = tmp_path / "run"
@@ -321,7 +332,8 @@ def test_a_killed_run_resumes_without_repeating_questions(
             "--out", str(out), "--ledger", str(tmp_path / "seals.jsonl")]
     script_all(scripted_llm, delay_s=0.3, split=4)  # about a second per answer
     proc = subprocess.Popen([sys.executable, "-m", "corpus_jobs.cli", *argv], cwd=REPO,
-                            env=stack_env({}), stdout=subprocess.DEVNULL,
+                            env=stack_env({"ASSISTANT_TOKEN": eval_token}),
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     answers = out / "answers-A.jsonl"
     try:

@@ -35,7 +35,7 @@ def expected_numbers_share(answer: str, expected: tuple[float, ...]) -> float | 
     """Share of the expected numbers written in the answer (decimal comma etc. understood)."""
     if not expected:
         return None
-    found = [v for _, v, _ in extract_numbers(strip_markers(answer))]
+    found = [float(v) for _, v, _ in extract_numbers(strip_markers(answer))]
     return sum(1 for e in expected if any(_close(e, v) for v in found)) / len(expected)
 
 
