@@ -1,7 +1,10 @@
 """A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
 
 Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
-and read what the server received with GET /_requests. Run: python -m tests.scripted_llm PORT
+and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
+"chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
+`match` with that rule's chunks instead (first rule that fits; else the default chunks).
+Run: python -m tests.scripted_llm PORT
 """
 
 from __future__ import annotations
@@ -24,6 +27,17 @@ class State:
     lock = threading.Lock()
     script: dict[str, Any] = dict(DEFAULT_SCRIPT)
     requests: list[dict[str, Any]] = []
+
+
+def _chunks_for(script: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """The chunks of the first rule matching this request's model and messages."""
+    text = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
+    for rule in script.get("rules") or ():
+        if rule.get("model") not in (None, body.get("model")):
+            continue
+        if str(rule.get("match", "")) in text:
+            return list(rule["chunks"])
+    return list(script["chunks"])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -92,6 +106,7 @@ class Handler(BaseHTTPRequestHandler):
         with State.lock:
             State.requests.append({"headers": dict(self.headers), "body": body})
             script = dict(State.script)
+        script["chunks"] = _chunks_for(script, body)
         if script.get("status"):
             self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
             return

@@ -185,12 +185,16 @@ class Session:
                 fields = project_fields(self.settings, self._app_token, fields)
                 self.sub, self.follower = start_turn(self.redis, self.settings, self.relay,
                                                      self.user, fields, sink=self.inbox)
+                # Turn ids are random and carry nothing of the user: operators can follow a turn
+                # across web processes (a resume often lands on another one).
+                log.info("turn %s: asked over WebSocket", self.follower.turn)
             elif kind == "resume":
                 turn, after = parse_resume(frame)
                 self.ensure_idle()
                 self.sub, self.follower = follow_existing(
                     self.redis, self.settings, self.relay, self.user, turn, after,
                     sink=self.inbox)
+                log.info("turn %s: resumed over WebSocket after seq %d", turn, after)
                 self.relay_frames(self.follower.catch_up())
             elif kind == "cancel":
                 self.cancel(frame.get("turn"))

@@ -217,12 +217,14 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectData | None, show_sources: bool) -> dict[str, Any]:
     """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
-    citations = check_citations(answer, len(retrieval.passages))
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
         m.content for m in req.history if m.role == "user"]
     if project is not None:
         grounding += list(project.grounding)
-    numbers = check_numbers(strip_markers(answer), grounding)
+    count = len(retrieval.passages)
+    citations = check_citations(answer, count, grounding)
+    # The number check reads citations in place: stripping them first would join "5[1]000".
+    numbers = check_numbers(answer, grounding, passages=count)
     return {
         # With sources off the markers never reach the user, so the flag reads valid (B-30);
         # the trace keeps the real verdict under `recorded`.
