@@ -16,7 +16,7 @@ APT_PACKAGES_TEST := redis-server chromium qemu-user binutils
 # lets anonymous visitors ask (dev tokens, with the dev secret only): an explicit opt-in, here.
 run: system-deps-run deps
 	@# Dev tokens only while the app secret is the dev one (settings refuse them otherwise).
-	ASSISTANT_DEV_TOKENS=$${ASSISTANT_DEV_TOKENS:-$$([ -z "$$ASSISTANT_APP_JWT_SECRET" ] && echo true || echo false)} \
+	@ASSISTANT_DEV_TOKENS=$${ASSISTANT_DEV_TOKENS:-$$([ -z "$$ASSISTANT_APP_JWT_SECRET" ] && echo true || echo false)} \
 	  $(VENV)/bin/become-assistant run \
 	  $(if $(MANIFEST),--manifest $(MANIFEST))
 

@@ -63,6 +63,12 @@ class Settings:
     embeddings: ModelRole = ModelRole(
         "embeddings", "local", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1"
     )
+    # The offline translator of Czech questions (issue 12): a base model behind a few-shot
+    # completion prompt (Gemma 3 270M; llama.cpp's server). Used when the translation role
+    # is local and ASSISTANT_TRANSLATE_QUERIES is auto.
+    translator: ModelRole = ModelRole(
+        "translator", "local", "gemma-3-270m", "http://127.0.0.1:8083/v1"
+    )
     captions: ModelRole | None = None
     judge: ModelRole | None = None
     embedding_dim: int = 384
@@ -126,6 +132,12 @@ class Settings:
         if self.translate_queries == "auto":
             return self.translation.provider == "api"
         return self.translate_queries == "on"
+
+    @property
+    def fewshot_translates(self) -> bool:
+        """Whether Czech questions go to the offline few-shot translator (`auto` with a local
+        translation role; measured in docs/benchmarks.md, issue 12)."""
+        return self.translate_queries == "auto" and self.translation.provider == "local"
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
@@ -227,7 +239,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     answer = _role(env, "answer", "ANSWER", d.answer, api_key)
     translation = _role(env, "translation", "LLM", d.translation, api_key)
     embeddings = _role(env, "embeddings", "EMBEDDING", d.embeddings, api_key)
-    assert answer and translation and embeddings
+    translator = _role(env, "translator", "TRANSLATOR", d.translator, api_key)
+    assert answer and translation and embeddings and translator
     prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
     if prefix_mode not in ("input_type", "text", "none"):
         raise ConfigError("ASSISTANT_EMBEDDING_PREFIX_MODE must be input_type, text or none")
@@ -247,6 +260,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         answer=answer,
         translation=translation,
         embeddings=embeddings,
+        translator=translator,
         captions=_role(env, "captions", "CAPTION", None, api_key),
         judge=_role(env, "judge", "JUDGE", None, api_key),
         embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),

@@ -1,7 +1,10 @@
 """A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
 
 Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
-and read what the server received with GET /_requests. Run: python -m tests.scripted_llm PORT
+and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
+"chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
+`match` with that rule's chunks instead (first rule that fits; else the default chunks).
+Run: python -m tests.scripted_llm PORT
 
 Tool calls (requests that offer `tools`), shaped as the OpenAI API shapes them, streamed
 (`delta.tool_calls` pieces) or not (`message.tool_calls`), finish_reason "tool_calls":
@@ -53,6 +56,17 @@ def next_tool_calls(script: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"id": f"call_{State.calls}", "type": "function", "function": {
             "name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}})
     return out
+
+
+def _chunks_for(script: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """The chunks of the first rule matching this request's model and messages."""
+    text = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
+    for rule in script.get("rules") or ():
+        if rule.get("model") not in (None, body.get("model")):
+            continue
+        if str(rule.get("match", "")) in text:
+            return list(rule["chunks"])
+    return list(script["chunks"])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -119,6 +133,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": data, "model": "scripted",
                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
             return
+        if self.path.endswith("/v1/completions"):
+            self._completion(body)
+            return
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": "unknown"})
             return
@@ -127,6 +144,7 @@ class Handler(BaseHTTPRequestHandler):
             script = dict(State.script)
             tools = bool(body.get("tools"))
             calls = next_tool_calls(script) if tools and not script.get("tools_status") else []
+        script["chunks"] = _chunks_for(script, body)
         if script.get("status"):
             self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
             return
@@ -203,6 +221,24 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
+
+    def _completion(self, body: dict[str, Any]) -> None:
+        """A (non-streamed) text completion, cut at the first stop string as servers do."""
+        with State.lock:
+            State.requests.append({"headers": dict(self.headers), "body": body,
+                                   "path": self.path})
+            script = dict(State.script)
+        if script.get("status"):
+            self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        text = "".join(script["chunks"])
+        stops = body.get("stop") or []
+        for stop in [stops] if isinstance(stops, str) else stops:
+            text = text.split(stop)[0]
+        self._json(200, {"id": "x", "object": "text_completion", "model": "scripted",
+                         "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 11, "completion_tokens": 3,
+                                   "total_tokens": 14}})
 
     def _event(self, obj: dict[str, Any]) -> None:
         self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())

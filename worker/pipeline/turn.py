@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.errors import AssistantError, TimedOut
+from shared.errors import AssistantError, ModelError, TimedOut
 from shared.language import detect_language
 from shared.project_context import grounding_numbers
 from shared.traces import Trace
@@ -31,7 +31,12 @@ from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages
 from worker.pipeline.retrieve import retrieve
-from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
+from worker.pipeline.rewrite import (
+    looks_like_followup,
+    rewrite_followup,
+    translate_fewshot,
+    translate_for_search,
+)
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
@@ -94,6 +99,14 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("translate"):
             search = translate_for_search(s.translation, query)
             trace.models["translation"] = s.translation.model
+    elif s.fewshot_translates and lang == "cs":
+        with emit.step("translate") as d:
+            try:
+                search = translate_fewshot(s.translator, query)
+                trace.models["translation"] = s.translator.model
+            except ModelError:
+                # The translation only helps the search: without it, search the original.
+                d["fallback"] = "original"
     mode, mode_note = choose_mode(req, s)
     if mode != "workflow":
         mode_note = _run_tools(req, deps, emit, trace, lang, search, query, mode,
@@ -102,7 +115,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
             return
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
-        retrieval = retrieve(conn, s, search, original=query)
+        retrieval = retrieve(conn, s, search, original=query, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
@@ -227,7 +240,7 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
     _check_time(first_token_deadline, deps)
     if mode == "hybrid":
         with emit.step("retrieve") as d, deps.connect() as conn:
-            seed = retrieve(conn, s, search, original=query)
+            seed = retrieve(conn, s, search, original=query, language=lang)
             d["passages"] = len(seed.passages)
             d["index"] = seed.index_version
         summary = hybrid_summary(req)
