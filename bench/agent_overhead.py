@@ -47,9 +47,10 @@ def script(scripted: str, calls: int) -> None:
     assert status == 200
 
 
-def first_tokens(st: conftest.Stack, scripted: str, mode: str, calls: int, turns: int
-                 ) -> list[float]:
-    """ask -> first token (seconds) per turn, after 5 warm-up turns."""
+def first_tokens(st: conftest.Stack, scripted: str, mode: str, calls: int, turns: int,
+                 steps: dict[str, list[float]]) -> list[float]:
+    """ask -> first token (seconds) per turn, after 5 warm-up turns; worker step times (ms,
+    each decision round and each tool call) go to `steps`."""
     out = []
     ws = Client.connect(ws_url(st.base_url, get_ticket(st.base_url, app_token(st))))
     try:
@@ -68,6 +69,10 @@ def first_tokens(st: conftest.Stack, scripted: str, mode: str, calls: int, turns
                     tools += 1
                 if f["type"] in ("done", "error"):
                     assert f["type"] == "done" and f["mode"] == mode, f
+                    if i >= 5:
+                        for step in f["timing"]["steps"]:
+                            if step["step"] in ("plan", "tool", "retrieve", "generate"):
+                                steps.setdefault(step["step"], []).append(step["ms"] / 1000)
                     break
             assert tools == calls, (mode, calls, tools)
             if i >= 5 and first is not None:
@@ -94,10 +99,12 @@ def main() -> None:
         try:
             results = {}
             for name, mode, calls in CASES:
-                values = first_tokens(st, scripted, mode, calls, args.turns)
+                steps: dict[str, list[float]] = {}
+                values = first_tokens(st, scripted, mode, calls, args.turns, steps)
                 results[name] = values
+                per_step = ", ".join(f"{k} {pct(v, .5):.1f}" for k, v in steps.items())
                 print(f"{name:<22} {len(values)} turns: p50 {pct(values, .5):6.1f} ms, "
-                      f"p95 {pct(values, .95):6.1f} ms", flush=True)
+                      f"p95 {pct(values, .95):6.1f} ms; step p50 ms: {per_step}", flush=True)
             base = pct(results["agent, 0 calls"], .5)
             for name, _, calls in CASES:
                 if name.startswith("agent") and calls:
