@@ -254,8 +254,8 @@ def test_the_payload_carries_read_data_never_the_token(agent_stack: Stack,
 
 def test_hybrid_gives_passages_and_summary_up_front_and_opinions_through_tools(
         agent_stack: Stack, scripted_llm: str) -> None:
-    script(scripted_llm, tool_rounds=[[{"name": "read_opinions",
-                                        "arguments": {"id": OFFICE_MOVE}}]])
+    script(scripted_llm, tool_rounds=[[{"name": "read_opinions", "arguments": {"id": OFFICE_MOVE}},
+                                       {"name": "read_project", "arguments": {"id": OFFICE_MOVE}}]])
     frames = ask(agent_stack, "Who gave the highest estimate?", mode="hybrid", user=BOB,
                  project_id=OFFICE_MOVE)
     steps = [f["step"] for f in frames if f["type"] == "event"]
@@ -265,7 +265,9 @@ def test_hybrid_gives_passages_and_summary_up_front_and_opinions_through_tools(
     assert "Office move budget" in opening and "[1] " in opening
     assert "Expert 1:" not in opening  # opinions only through the tool
     assert "Expert 1:" in tool_messages(decisions[1])[0]
-    assert "Expert 1:" in finals[0]["messages"][0]["content"]
+    final = finals[0]["messages"][0]["content"]
+    assert "Expert 1:" in final
+    assert final.count("Project name: Office move budget") == 2  # summary + opinions, once each
     done = frames[-1]
     assert done["mode"] == "hybrid" and done["sources"]
 
@@ -451,3 +453,21 @@ def test_agent_mode_on_a_local_role_runs_as_workflow_and_says_so(
     decisions, finals = received(scripted_llm)
     assert decisions == [] and len(finals) == 1
     assert not tool_events(frames)
+
+
+def test_numbers_read_through_a_project_tool_ground_the_answer(agent_stack: Stack,
+                                                               scripted_llm: str) -> None:
+    read = [{"name": "read_opinions", "arguments": {"id": OFFICE_MOVE}}]
+    script(scripted_llm, tool_rounds=[read])
+    ask(agent_stack, "Who estimated highest?", user=BOB)
+    decisions, _ = received(scripted_llm)
+    peaks = re.findall(r"peak ([\d.]+)", tool_messages(decisions[-1])[0])
+    assert peaks
+    answer = [f"The highest peak entered is {max(peaks, key=float)} [1]."]
+    script(scripted_llm, answer, tool_rounds=[read])
+    done = ask(agent_stack, "Who estimated highest?", user=BOB)[-1]
+    assert done["checks"]["numbers"] == {"valid": True, "unconfirmed": [], "checked": 1}
+    # The same answer without the tool call has nothing to ground the number on.
+    script(scripted_llm, answer)
+    done = ask(agent_stack, "Who estimated highest?", user=BOB)[-1]
+    assert done["checks"]["numbers"]["unconfirmed"] == [max(peaks, key=float)]

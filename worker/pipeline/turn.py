@@ -261,7 +261,9 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
     trace.source_ids = [p.id for p in retrieval.passages]
     trace.index_version = retrieval.index_version
     trace.models["embeddings"] = s.embeddings.model
-    texts = ([summary] if summary else []) + list(gathered.project_texts)
+    # A section hybrid already gave up front is not repeated in the final prompt.
+    texts = ([summary] if summary else []) + [t for t in gathered.project_texts
+                                              if not summary or t not in summary]
     project = ProjectData("\n\n".join(texts), tuple(
         n for t in texts for n in grounding_numbers(t))) if texts else None
     _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
