@@ -190,7 +190,7 @@ def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
 def fewshot_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
     """A stack on the offline defaults (translation `auto`, a local translation role) with
     every model on the scripted server, the few-shot translator included."""
-    s = start_stack(services, "fewshot", WEB_PORT + 21, {
+    s = start_stack(services, "fewshot", WEB_PORT + 24, {
         "ASSISTANT_REDIS_URL": redis_url(8),
         **scripted_roles(scripted_llm),
         "ASSISTANT_TRANSLATOR_BASE_URL": f"{scripted_llm}/v1",
