@@ -70,6 +70,11 @@ REFUSED: list[Refused] = [
     Refused("history missing content", _ask(message="hi", history=[{"role": "user"}]), 422),
     Refused("history too long", _ask(message="hi", history=[
         {"role": "user", "content": "x"}] * 51), 422),
+    # issue 11, item 7: one history entry longer than the whole history window
+    Refused("history entry 100 KB", _ask(message="hi", history=[
+        {"role": "user", "content": "x" * 100_000}]), 413),
+    Refused("history assistant entry 6001 chars", _ask(message="hi", history=[
+        {"role": "assistant", "content": "y" * 6001}]), 413),
     Refused("history control chars", _ask(message="hi", history=[
         {"role": "user", "content": "a\x00b"}]), 422),
     Refused("project id number", _ask(message="hi", project_id=5), 422),

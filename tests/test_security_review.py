@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from simple_websocket import Client
 
+from corpus_jobs.client import ws_url
 from shared import project_context as pc
 from tests.bad_inputs import SLOW_REGEX_UNITS
+from tests.conftest import Stack
+from tests.wsutil import app_token, get_ticket
 
 # CPU seconds per megabyte a cleaning step may take; linear code stays far below it.
 CPU_PER_MB = 1.5
@@ -48,3 +54,51 @@ def test_item1_slow_regexes_clean_text_truncates_before_cleaning() -> None:
     assert time.process_time() - start < 0.05
     assert "<" not in cleaned and "script" not in cleaned
     assert pc.clean_text("a" * MB + "@example.org", 50) == "a" * 49 + pc.ELLIPSIS
+
+
+def _turn_request(history: list[tuple[str, str]]) -> Any:
+    from worker.pipeline.types import Message, TurnRequest
+
+    return TurnRequest(turn="t" * 32, user="u", message="What is the result?",
+                       history=tuple(Message(r, c) for r, c in history))
+
+
+def test_item7_history_entry_of_100kb_is_refused_on_the_server(scripted_stack: Stack) -> None:
+    base = scripted_stack.base_url
+    ws = Client.connect(ws_url(base, get_ticket(base, app_token(scripted_stack, "item7"))))
+    try:
+        ws.send(json.dumps({"type": "ask", "message": "hi",
+                            "history": [{"role": "user", "content": "x" * 100_000}]}))
+        reply = json.loads(ws.receive(timeout=15) or "{}")
+        assert reply.get("type") == "error" and reply.get("code") == 413, reply
+    finally:
+        ws.close()
+
+
+def test_item7_history_is_bounded_to_20_messages_and_6000_chars_on_the_server() -> None:
+    from shared.config import Settings
+    from web.routes.ws import parse_ask
+
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "w" * 500}
+               for i in range(30)]
+    fields = parse_ask({"message": "hi", "history": history}, Settings())
+    kept = fields["history"]
+    assert len(kept) <= 20 and sum(len(m["content"]) for m in kept) <= 6000
+    assert kept[-1] == history[-1], "the newest messages are kept, the oldest dropped"
+
+
+def test_item7_only_the_users_own_recent_messages_ground_numbers() -> None:
+    from worker.pipeline.turn import run_checks
+    from worker.pipeline.types import Retrieval
+
+    retrieval = Retrieval(passages=(), index_version="v", query="q")
+    answer = "The result is 4217."
+    said_by_assistant = _turn_request([("user", "What is it?"), ("assistant", "It is 4217.")])
+    checks = run_checks(answer, retrieval, said_by_assistant, None, True)
+    assert checks["numbers"]["unconfirmed"] == ["4217"], "an earlier answer grounds nothing"
+    # A user message the model no longer sees (beyond the last 20) grounds nothing either.
+    old = [("user", "Remember 4217.")] + [("user", "ok"), ("assistant", "fine")] * 10
+    checks = run_checks(answer, retrieval, _turn_request(old), None, True)
+    assert checks["numbers"]["unconfirmed"] == ["4217"]
+    recent = _turn_request([("user", "Remember 4217."), ("assistant", "fine")])
+    assert run_checks(answer, retrieval, recent, None, True)["numbers"]["valid"]

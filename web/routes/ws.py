@@ -26,6 +26,7 @@ from shared.errors import (
     Unavailable,
 )
 from shared.frames import encode
+from shared.history import MAX_ENTRY_CHARS, bound_history
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
@@ -80,12 +81,15 @@ def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
             and isinstance(m.get("content"), str) and _clean_text(m["content"])
             for m in history):
         raise BadRequest("bad history", public_message="The conversation history is not valid.")
+    if any(len(m["content"]) > MAX_ENTRY_CHARS for m in history):
+        raise TooLarge("history entry too long", public_message=(
+            "A message in the conversation history is too long."))
     project_id = frame.get("project_id")
     if project_id is not None and (not isinstance(project_id, str) or len(project_id) > 64
                                    or not _clean_text(project_id)):
         raise BadRequest("bad project id", public_message="The project id is not valid.")
     return {"message": message.strip(),
-            "history": [{"role": m["role"], "content": m["content"]} for m in history],
+            "history": bound_history(history),
             "project_id": project_id}
 
 
