@@ -102,3 +102,26 @@ def test_item7_only_the_users_own_recent_messages_ground_numbers() -> None:
     assert checks["numbers"]["unconfirmed"] == ["4217"]
     recent = _turn_request([("user", "Remember 4217."), ("assistant", "fine")])
     assert run_checks(answer, retrieval, recent, None, True)["numbers"]["valid"]
+
+
+def test_item2_socket_closes_when_the_app_token_expires(scripted_stack: Stack) -> None:
+    from simple_websocket import ConnectionClosed
+
+    from shared.auth import mint_access_token
+
+    base = scripted_stack.base_url
+    token = mint_access_token("item2", scripted_stack.settings.app_jwt_secret, ttl_s=3)
+    ws = Client.connect(ws_url(base, get_ticket(base, token)))
+    closed_with: tuple[int, str] | None = None
+    try:
+        ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(ws.receive(timeout=10) or "{}") == {"type": "pong"}
+        time.sleep(4.5)  # the token has expired; the socket must not serve it any more
+        ws.send(json.dumps({"type": "ask", "message": "Still signed in?"}))
+        for _ in range(10):
+            reply = ws.receive(timeout=5)
+            assert reply is None or json.loads(reply).get("type") != "accepted", reply
+    except ConnectionClosed as exc:
+        closed_with = (exc.reason, exc.message)
+    assert closed_with is not None and closed_with[0] == 4401, closed_with
+    assert "expired" in closed_with[1]

@@ -7,7 +7,7 @@ import re
 
 from flask import Blueprint, Response, jsonify
 
-from shared.auth import mint_access_token, verify_access_token
+from shared.auth import mint_access_token, verify_access, verify_access_token
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
 from web.auth import bearer_token, check_origin, json_body, settings
@@ -26,8 +26,9 @@ def create_ticket() -> tuple[Response, int]:
     s = settings()
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
-    user = verify_access_token(token, s.app_jwt_secret)
-    ticket = issue_ticket(redis_client(s), user, token, s.ticket_ttl_s)
+    access = verify_access(token, s.app_jwt_secret)
+    ticket = issue_ticket(redis_client(s), access.user, token, s.ticket_ttl_s,
+                          access.expires_at)
     resp = jsonify({"ticket": ticket, "expires_in": s.ticket_ttl_s})
     resp.headers["Cache-Control"] = "no-store"
     return resp, 201

@@ -38,6 +38,9 @@ from web.tickets import TicketGrant, consume_ticket
 WS_PATH = "/api/v1/assistant/ws"
 MAX_HISTORY = 50
 TICK_S = 1.0
+# Close code when the app token the socket was opened with expires (4000-4999: ours).
+CLOSE_TOKEN_EXPIRED = 4401
+TOKEN_EXPIRED_REASON = "Your sign-in has expired. Get a new token and reconnect."
 log = logging.getLogger(__name__)
 bp = Blueprint("ws", __name__)
 
@@ -110,6 +113,7 @@ class Session:
         self.ws = ws
         self.user = grant.user
         self._app_token = grant.app_token  # memory only: for reading the user's project
+        self.expires_at = grant.expires_at
         self.settings = s
         self.relay = relay
         self.redis = redis_client(s)
@@ -154,6 +158,7 @@ class Session:
                     continue
                 if kind == "closed":
                     return
+                self.check_expiry()
                 if kind == "frame":
                     self.relay_frames(self.follower.accept(item) if self.follower else [])
                     continue
@@ -232,8 +237,15 @@ class Session:
         if self.follower is not None and self.follower.done:
             self.end_turn()
 
+    def check_expiry(self) -> None:
+        """Close the socket once the app token it was opened with has expired."""
+        if time.time() >= self.expires_at:
+            self.ws.close(CLOSE_TOKEN_EXPIRED, TOKEN_EXPIRED_REASON)
+            raise ConnectionClosed(CLOSE_TOKEN_EXPIRED, "token expired")
+
     def on_tick(self) -> None:
         """A second without frames: watch the turn, ping while silent, close when idle."""
+        self.check_expiry()
         if self.follower is not None and not self.follower.done:
             self.relay_frames(self.follower.watch())
         elif time.monotonic() - self.last_heard > self.settings.ws_idle_s:
