@@ -84,6 +84,7 @@ class Settings:
     ws_max_frame_bytes: int = 256 * 1024
     ws_frames_per_second: int = 20
     ws_idle_s: float = 300.0
+    ws_inbox_frames: int = 16  # client frames a socket holds unprocessed; more closes it
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -250,6 +251,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         ws_max_frame_bytes=int(num("WS_MAX_FRAME_BYTES", d.ws_max_frame_bytes)),
         ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
         ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
+        ws_inbox_frames=int(num("WS_INBOX_FRAMES", d.ws_inbox_frames)),
         trusted_proxies=env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),

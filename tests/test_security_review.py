@@ -125,3 +125,41 @@ def test_item2_socket_closes_when_the_app_token_expires(scripted_stack: Stack) -
         closed_with = (exc.reason, exc.message)
     assert closed_with is not None and closed_with[0] == 4401, closed_with
     assert "expired" in closed_with[1]
+
+
+class _BurstSocket:
+    """A client socket stand-in that delivers a burst of frames as fast as they are read."""
+
+    def __init__(self, frames: int, size: int) -> None:
+        self.left = frames
+        self.frame = json.dumps({"type": "ping", "pad": "x" * size})
+        self.closed: tuple[int, str] | None = None
+
+    def receive(self) -> str:
+        from simple_websocket import ConnectionClosed
+
+        if self.left == 0:
+            raise ConnectionClosed(1000, "burst over")
+        self.left -= 1
+        return self.frame
+
+    def close(self, reason: int = 1000, message: str = "") -> None:
+        self.closed = (reason, message)
+
+
+def test_item5_inbox_is_bounded_and_frames_are_counted_in_the_reader() -> None:
+    from shared.config import Settings
+    from web.routes.ws import Session
+    from web.tickets import TicketGrant
+
+    s = Settings()
+    sock = _BurstSocket(frames=2000, size=200 * 1024)
+    session = Session(sock, TicketGrant("item5", "token", time.time() + 60), s,
+                      None)  # type: ignore[arg-type]
+    # The session loop is busy (say, waiting on a project read): only the reader runs.
+    session._read()
+    kinds = [session.inbox.get_nowait()[0] for _ in range(session.inbox.qsize())]
+    held = kinds.count("client")
+    assert held <= s.ws_inbox_frames, f"{held} frames of 200 KB held for one socket"
+    assert "overflow" in kinds, "a client that keeps flooding is disconnected"
+    assert len(kinds) <= s.ws_inbox_frames + 3  # one flood notice, the overflow, the close

@@ -124,6 +124,10 @@ class Session:
         self.last_heard = time.monotonic()
         self._window: list[float] = []  # arrival times of the last second's client frames
         self._floods = 0
+        self._pending = 0  # client frames queued in the inbox, not yet handled
+        self._pending_lock = threading.Lock()
+        self._flood_noted = threading.Event()  # one flood notice queued at a time
+        self._overflowed = False
 
     def send(self, frame: dict[str, Any]) -> None:
         """Send a frame (only the session loop writes to the socket)."""
@@ -131,13 +135,42 @@ class Session:
         self.last_sent = time.monotonic()
 
     def _read(self) -> None:
+        """Receive frames as they arrive: count them here, queue at most ws_inbox_frames."""
+        # Counting here, not in the loop, bounds memory while the loop waits (on a project
+        # read, say): frames over the rate are dropped, and a full inbox closes the socket.
+        # Frames keep being received and dropped until the loop has closed the socket, so
+        # they never pile up in the WebSocket library either.
         try:
             while True:
                 raw = self.ws.receive()
-                if raw is not None:
-                    self.inbox.put(("client", raw))
+                if raw is None or self._overflowed:
+                    continue
+                if self._flooding() or not self._reserve():
+                    # Over the rate, or the loop has not caught up: drop the frame and say so
+                    # once (a 429 error frame); a client that keeps on is disconnected.
+                    self._floods += 1
+                    if self._floods > 3 * self.settings.ws_frames_per_second:
+                        self._overflow("flood")
+                    elif not self._flood_noted.is_set():
+                        self._flood_noted.set()
+                        self.inbox.put(("flood", None))
+                    continue
+                self.inbox.put(("client", raw))
         except ConnectionClosed:
             self.inbox.put(("closed", None))
+
+    def _reserve(self) -> bool:
+        """Take one of the ws_inbox_frames places for a client frame, if one is free."""
+        with self._pending_lock:
+            if self._pending >= self.settings.ws_inbox_frames:
+                return False
+            self._pending += 1
+            return True
+
+    def _overflow(self, why: str) -> None:
+        """Stop queueing this client's frames and ask the loop to close the socket."""
+        self._overflowed = True
+        self.inbox.put(("overflow", why))
 
     def _flooding(self) -> bool:
         """True when this frame exceeds the per-connection frames-per-second cap."""
@@ -163,14 +196,16 @@ class Session:
                     self.relay_frames(self.follower.accept(item) if self.follower else [])
                     continue
                 self.last_heard = time.monotonic()
-                if self._flooding():
-                    self._floods += 1
-                    if self._floods > 3 * self.settings.ws_frames_per_second:
-                        self.ws.close(1008, "Too many frames.")
-                        return
+                if kind == "overflow":
+                    self.ws.close(1008, "Too many frames.")
+                    return
+                if kind == "flood":
+                    self._flood_noted.clear()
                     self.send(ws_error(RateLimited("frame flood", retry_after=1,
                                                    public_message="Too many messages at once.")))
                     continue
+                with self._pending_lock:
+                    self._pending -= 1
                 self.on_client(item)
         finally:
             self.end_turn()
