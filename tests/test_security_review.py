@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from simple_websocket import Client
 
-from corpus_jobs.client import ws_url
+from corpus_jobs.client import ask, http_json, ws_url
 from shared import project_context as pc
 from tests.bad_inputs import SLOW_REGEX_UNITS
 from tests.conftest import Stack
 from tests.wsutil import app_token, get_ticket
+
+
+def record_events(events: list[dict[str, Any]]) -> None:
+    """Keep captured Celery events among the run's logs, which the secrets scan reads."""
+    from tests.conftest import VAR
+
+    (VAR / "log").mkdir(parents=True, exist_ok=True)
+    with open(VAR / "log" / "celery-events.log", "a", encoding="utf-8") as fh:
+        for e in events:
+            fh.write(json.dumps(e, default=str) + "\n")
 
 # CPU seconds per megabyte a cleaning step may take; linear code stays far below it.
 CPU_PER_MB = 1.5
@@ -163,3 +174,86 @@ def test_item5_inbox_is_bounded_and_frames_are_counted_in_the_reader() -> None:
     assert held <= s.ws_inbox_frames, f"{held} frames of 200 KB held for one socket"
     assert "overflow" in kinds, "a client that keeps flooding is disconnected"
     assert len(kinds) <= s.ws_inbox_frames + 3  # one flood notice, the overflow, the close
+
+
+@pytest.fixture(scope="module")
+def item8_stack(services: Any, scripted_llm: str) -> Iterator[Stack]:
+    """A stack with a 3-second first-token limit whose worker the test stops and restarts."""
+    from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
+
+    s = start_stack(services, "item8", WEB_PORT + 14, {
+        "ASSISTANT_REDIS_URL": redis_url(3), **scripted_roles(scripted_llm),
+        "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3"})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def _capture_task_events(redis_url: str, stop: threading.Event,
+                         into: list[dict[str, Any]]) -> threading.Thread:
+    """Record every Celery task event on the broker, as Flower receives them."""
+    from celery import Celery
+
+    app = Celery("item6-capture", broker=redis_url)
+    ready = threading.Event()
+
+    def run() -> None:
+        with app.connection() as conn:
+            recv = app.events.Receiver(conn, handlers={"*": into.append})
+            threading.Thread(target=lambda: (stop.wait(), setattr(recv, "should_stop", True)),
+                             daemon=True).start()
+            ready.set()
+            recv.capture(limit=None, timeout=None, wakeup=True)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    ready.wait(10)
+    return thread
+
+
+def test_item6_celery_task_events_carry_the_turn_id_never_the_payload(
+        item8_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["Fine [1]."])
+    events: list[dict[str, Any]] = []
+    stop = threading.Event()
+    thread = _capture_task_events(item8_stack.env["ASSISTANT_REDIS_URL"], stop, events)
+    time.sleep(1.5)  # the receiver's queue is bound before the turn is sent
+    secret = "item6-what-the-user-typed-7731"
+    frames, done = ask(item8_stack.base_url, app_token(item8_stack, "item6"),
+                       f"How does the search work? {secret}",
+                       history=[{"role": "user", "content": f"earlier {secret}"}])
+    turn = frames[0]["turn"]
+    time.sleep(1.5)
+    stop.set()
+    thread.join(10)
+    record_events(events)
+    sent = [e for e in events if e.get("type") == "task-sent" and e.get("uuid") == turn]
+    assert sent, f"no task-sent event captured among {len(events)}"
+    assert sent[0]["args"] == repr((turn,)) and sent[0]["kwargs"] == "{}"
+    for e in events:
+        assert secret not in json.dumps(e, default=str), e
+
+
+def test_item8_turns_queued_while_no_worker_runs_expire_unanswered(
+        item8_stack: Stack, scripted_llm: str) -> None:
+    from corpus_jobs.client import stream_turn
+    from tests.conftest import set_script, start_worker
+
+    set_script(scripted_llm, ["Late [1]."])
+    worker = next(p for p in item8_stack.sup.procs if p.name == "item8-worker")
+    item8_stack.sup.stop(worker)
+    marker = "item8-nobody-waits"
+    for i in range(3):  # each client goes away at once: nobody waits for these turns
+        for frame in stream_turn(item8_stack.base_url, app_token(item8_stack, f"item8-{i}"),
+                                 f"{marker} {i}: how does the search work?"):
+            assert frame["type"] == "accepted"
+            break
+    time.sleep(4)  # past the first-token limit
+    start_worker(item8_stack.sup, "item8", item8_stack.env)
+    time.sleep(8)  # the worker has long taken the queued tasks
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    called = [r for r in requests if marker in json.dumps(r)]
+    assert not called, f"{len(called)} model calls for turns nobody waited for"
