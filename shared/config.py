@@ -85,6 +85,11 @@ class Settings:
     ws_frames_per_second: int = 20
     ws_idle_s: float = 300.0
     ws_inbox_frames: int = 16  # client frames a socket holds unprocessed; more closes it
+    # /healthz: callers (addresses or CIDR blocks) who get the detail; others get up/down,
+    # rate-limited. Every caller shares one result, checked at most every health_cache_s.
+    health_trusted: str = "127.0.0.1/32,::1/128"
+    health_request_limit: str = "30/minute"
+    health_cache_s: float = 5.0
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -252,6 +257,9 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
         ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
         ws_inbox_frames=int(num("WS_INBOX_FRAMES", d.ws_inbox_frames)),
+        health_trusted=env.get("ASSISTANT_HEALTH_TRUSTED", d.health_trusted),
+        health_request_limit=env.get("ASSISTANT_HEALTH_REQUEST_LIMIT", d.health_request_limit),
+        health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
         trusted_proxies=env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),

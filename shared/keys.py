@@ -84,6 +84,11 @@ def rate_client(client_addr: str) -> tuple[str, ...]:
     return ("addr", _pseudonym(client_addr))
 
 
+def rate_health(client_addr: str) -> tuple[str, ...]:
+    """Scope of the per-address limit on public /healthz calls."""
+    return ("health", _pseudonym(client_addr))
+
+
 def rate_user(user: str) -> tuple[str, ...]:
     """Scope of the per-user message limit."""
     return ("user", _pseudonym(user))

@@ -151,6 +151,8 @@ class Limiter:
         self._per_client = parse_rate(settings.client_request_limit,
                                       "ASSISTANT_CLIENT_REQUEST_LIMIT")
         self._per_user = parse_rate(settings.user_message_limit, "ASSISTANT_USER_MESSAGE_LIMIT")
+        self._health = parse_rate(settings.health_request_limit,
+                                  "ASSISTANT_HEALTH_REQUEST_LIMIT")
         self._global = parse_rate(settings.global_message_limit,
                                   "ASSISTANT_GLOBAL_MESSAGE_LIMIT")
         self._daily = (RateLimitItemPerDay(settings.daily_question_cap)
@@ -158,7 +160,13 @@ class Limiter:
 
     def check_request(self, client_addr: str, lang: str = "en") -> None:
         """Count one ticket request or SSE start for a client address; raise RateLimited."""
-        rule = _Rule("client", self._per_client, keys.rate_client(client_addr))
+        self._check_one(_Rule("client", self._per_client, keys.rate_client(client_addr)), lang)
+
+    def check_health(self, client_addr: str, lang: str = "en") -> None:
+        """Count one public /healthz call for a client address; raise RateLimited."""
+        self._check_one(_Rule("client", self._health, keys.rate_health(client_addr)), lang)
+
+    def _check_one(self, rule: _Rule, lang: str) -> None:
         try:
             # A single limit: hit() checks and consumes atomically and consumes nothing when
             # it refuses, so no separate test is needed.

@@ -178,12 +178,15 @@ def test_item5_inbox_is_bounded_and_frames_are_counted_in_the_reader() -> None:
 
 @pytest.fixture(scope="module")
 def item8_stack(services: Any, scripted_llm: str) -> Iterator[Stack]:
-    """A stack with a 3-second first-token limit whose worker the test stops and restarts."""
+    """A stack with a 3-second first-token limit whose worker the test stops and restarts,
+    and health detail for no loopback caller."""
     from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
 
     s = start_stack(services, "item8", WEB_PORT + 14, {
         "ASSISTANT_REDIS_URL": redis_url(3), **scripted_roles(scripted_llm),
-        "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3"})
+        "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3",
+        # Item 3: loopback is not a trusted health caller here, and public calls are limited.
+        "ASSISTANT_HEALTH_TRUSTED": "192.0.2.1/32", "ASSISTANT_HEALTH_REQUEST_LIMIT": "5/minute"})
     try:
         yield s
     finally:
@@ -257,3 +260,18 @@ def test_item8_turns_queued_while_no_worker_runs_expire_unanswered(
     _, requests = http_json("GET", f"{scripted_llm}/_requests")
     called = [r for r in requests if marker in json.dumps(r)]
     assert not called, f"{len(called)} model calls for turns nobody waited for"
+
+
+def test_item3_healthz_is_up_down_for_the_public_and_rate_limited(item8_stack: Stack) -> None:
+    status, body = http_json("GET", f"{item8_stack.base_url}/healthz")
+    assert status in (200, 503) and set(body) == {"ok", "status"}, body
+    assert body["status"] == ("up" if body["ok"] else "down")
+    statuses = [http_json("GET", f"{item8_stack.base_url}/healthz")[0] for _ in range(6)]
+    assert 429 in statuses, statuses
+
+
+def test_item3_healthz_detail_for_trusted_callers_is_cached(scripted_stack: Stack) -> None:
+    first = http_json("GET", f"{scripted_stack.base_url}/healthz")[1]
+    second = http_json("GET", f"{scripted_stack.base_url}/healthz")[1]
+    assert "components" in first and "model:answer" in first["components"]
+    assert first["checked_at"] == second["checked_at"], "checked once for both calls"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from functools import lru_cache
@@ -40,6 +41,24 @@ def current_client(settings: Settings) -> str:
     """The client address of the current request (forwarded only via trusted proxies)."""
     return client_address(request.remote_addr, request.headers.get("X-Forwarded-For"),
                           _proxies(settings.trusted_proxies))
+
+
+def trusted_health_caller(settings: Settings) -> bool:
+    """Whether this request may see /healthz detail (ASSISTANT_HEALTH_TRUSTED)."""
+    # A forwarded request counts only through a trusted proxy: behind a local proxy that is
+    # not configured as trusted, every caller would otherwise look like loopback.
+    if request.headers.get("X-Forwarded-For") and not _in(
+            request.remote_addr, _proxies(settings.trusted_proxies)):
+        return False
+    return _in(current_client(settings), _proxies(settings.health_trusted))
+
+
+def _in(addr: str | None, networks: tuple[IPNetwork, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(addr or "")
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
 
 
 def preferred_lang() -> str:

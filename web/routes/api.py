@@ -11,8 +11,8 @@ from shared.auth import mint_access_token, verify_access, verify_access_token
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
 from web.auth import bearer_token, check_origin, json_body, settings
-from web.guard import current_client, limiter, preferred_lang
-from web.health import check_health
+from web.guard import current_client, limiter, preferred_lang, trusted_health_caller
+from web.health import cached_health
 from web.tickets import issue_ticket
 
 bp = Blueprint("api", __name__)
@@ -36,10 +36,19 @@ def create_ticket() -> tuple[Response, int]:
 
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
-    """Each component's status; 503 when one is down."""
+    """Up or down (503); each component's status only for trusted callers."""
     s = settings()
-    ok, components = check_health(s, redis_client(s))
-    return jsonify({"ok": ok, "components": components}), 200 if ok else 503
+    trusted = trusted_health_caller(s)
+    if not trusted:
+        limiter(s).check_health(current_client(s), preferred_lang())
+    ok, components, checked_at = cached_health(s, redis_client(s))
+    body: dict[str, object] = {"ok": ok, "status": "up" if ok else "down"}
+    if trusted:
+        # Models, index version and worker count help an attacker: operators only.
+        body.update(components=components, checked_at=checked_at)
+    resp = jsonify(body)
+    resp.headers["Cache-Control"] = "no-store"
+    return resp, 200 if ok else 503
 
 
 @bp.post("/api/v1/dev/token")
