@@ -90,6 +90,9 @@ class Settings:
     health_trusted: str = "127.0.0.1/32,::1/128"
     health_request_limit: str = "30/minute"
     health_cache_s: float = 5.0
+    # Messages from one client address (an IPv6 /64 counts as one), across all its users.
+    client_message_limit: str = "120/hour"
+    max_streams_per_user: int = 4  # concurrent GET /turns/<turn>/events streams of a user
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -260,6 +263,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         health_trusted=env.get("ASSISTANT_HEALTH_TRUSTED", d.health_trusted),
         health_request_limit=env.get("ASSISTANT_HEALTH_REQUEST_LIMIT", d.health_request_limit),
         health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
+        client_message_limit=env.get("ASSISTANT_CLIENT_MESSAGE_LIMIT", d.client_message_limit),
+        max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
         trusted_proxies=env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),

@@ -275,3 +275,128 @@ def test_item3_healthz_detail_for_trusted_callers_is_cached(scripted_stack: Stac
     second = http_json("GET", f"{scripted_stack.base_url}/healthz")[1]
     assert "components" in first and "model:answer" in first["components"]
     assert first["checked_at"] == second["checked_at"], "checked once for both calls"
+
+
+def test_item4_ipv6_clients_are_bucketed_per_64(settings: Any, services: Any) -> None:
+    import dataclasses
+    import uuid
+
+    from shared.errors import RateLimited
+    from shared.limits import Limiter
+    from shared.redis_client import redis_client
+
+    s = dataclasses.replace(settings, client_request_limit="2/minute")
+    limiter = Limiter(s, redis_client(s))
+    prefix = f"2001:db8:{uuid.uuid4().int % 0xffff:x}:1"  # a fresh /64 per run
+    limiter.check_request(f"{prefix}::1")
+    limiter.check_request(f"{prefix}::2")
+    with pytest.raises(RateLimited):
+        limiter.check_request(f"{prefix}:ffff:ffff:ffff:fff0")  # same /64, another address
+    limiter.check_request(f"{prefix.rsplit(':', 1)[0]}:2::1")  # the next /64 is its own bucket
+
+
+class _CountingApp:
+    """Stands in for the BeCoMe app's API on loopback: counts reads, answers 404."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        self.paths: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                outer.paths.append(self.path)
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"detail": "Not found"}')
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+
+@pytest.fixture(scope="module")
+def counting_app() -> Iterator[_CountingApp]:
+    app = _CountingApp()
+    yield app
+    app.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def item4_stack(services: Any, scripted_llm: str, counting_app: _CountingApp
+                ) -> Iterator[Stack]:
+    """Tight per-user and per-address limits, one event stream per user."""
+    from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
+
+    s = start_stack(services, "item4", WEB_PORT + 15, {
+        "ASSISTANT_REDIS_URL": redis_url(2), **scripted_roles(scripted_llm),
+        "ASSISTANT_APP_API_URL": counting_app.url,
+        "ASSISTANT_USER_MESSAGE_LIMIT": "1/hour",
+        "ASSISTANT_CLIENT_MESSAGE_LIMIT": "3/hour",
+        "ASSISTANT_CLIENT_REQUEST_LIMIT": "40/minute",
+        "ASSISTANT_MAX_STREAMS_PER_USER": "1"})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def test_item4_limits_are_checked_before_any_app_api_call(
+        item4_stack: Stack, scripted_llm: str, counting_app: _CountingApp) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["First [1]."])
+    token = app_token(item4_stack, "item4-quota")
+    assert ask(item4_stack.base_url, token, "How does the search work?")[1]["type"] == "done"
+    before = len(counting_app.paths)
+    _, refused = ask(item4_stack.base_url, token, "And my project?", project_id="p-1")
+    assert refused["type"] == "error" and refused["code"] == 429, refused
+    assert len(counting_app.paths) == before, counting_app.paths[before:]
+
+
+def test_item4_turn_event_streams_are_capped_per_user(
+        item4_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+    from tests.sseutil import sse_frames
+
+    set_script(scripted_llm, ["Slow [1]."], stall_s=6)
+    token = app_token(item4_stack, "item4-streams")
+    chat = sse_frames(item4_stack.base_url, "POST", "/api/v1/assistant/chat/stream", token,
+                      body={"message": "How does the search work?"})
+    turn = next(chat)[1]["turn"]
+    path = f"/api/v1/assistant/turns/{turn}/events"
+    opened = sse_frames(item4_stack.base_url, "GET", path, token)
+    assert next(opened)[1]["type"] == "accepted"  # one live event stream of this user
+    events = f"{item4_stack.base_url}{path}"
+    status, body = http_json("GET", events, headers={"Authorization": f"Bearer {token}"})
+    assert status == 429, (status, body)
+
+
+def test_item4_websocket_asks_are_counted_per_address(item4_stack: Stack,
+                                                      scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["Fine [1]."])
+    # The two tests above asked twice from this address (they run first, in file order): one
+    # more user fills the allowance of 3, the next is refused.
+    outcomes = [ask(item4_stack.base_url, app_token(item4_stack, f"item4-addr-{i}"),
+                    "How does the search work?")[1] for i in range(2)]
+    assert outcomes[0]["type"] == "done", outcomes
+    assert outcomes[1]["type"] == "error" and outcomes[1]["code"] == 429, outcomes[1]
+    assert "address" in outcomes[1]["message"]
+
+
+def test_item4_projects_list_is_rate_limited(item4_stack: Stack) -> None:
+    # Last of the item-4 tests: it uses up this address's request allowance for a minute.
+    token = app_token(item4_stack, "item4-projects")
+    statuses = [http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/projects",
+                          headers={"Authorization": f"Bearer {token}"})[0] for _ in range(45)]
+    assert 429 in statuses, statuses
+    status, _ = http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/turns/{'a' * 32}"
+                          "/events", headers={"Authorization": f"Bearer {token}"})
+    assert status == 429

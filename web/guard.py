@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 from functools import lru_cache
@@ -10,9 +11,11 @@ from functools import lru_cache
 from flask import request
 
 from shared.config import Settings
-from shared.limits import Leases, Limiter
+from shared.limits import Leases, Limiter, StreamSlots
 from shared.redis_client import redis_client
 from web.client_addr import IPNetwork, client_address, parse_networks
+
+log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=4)
@@ -27,6 +30,12 @@ def leases(settings: Settings) -> Leases:
     return Leases(settings, redis_client(settings))
 
 
+@lru_cache(maxsize=4)
+def stream_slots(settings: Settings) -> StreamSlots:
+    """The per-user cap on concurrent event streams."""
+    return StreamSlots(settings, redis_client(settings))
+
+
 def process_id() -> str:
     """This web process, for the per-process in-flight cap."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -39,8 +48,19 @@ def _proxies(spec: str) -> tuple[IPNetwork, ...]:
 
 def current_client(settings: Settings) -> str:
     """The client address of the current request (forwarded only via trusted proxies)."""
-    return client_address(request.remote_addr, request.headers.get("X-Forwarded-For"),
-                          _proxies(settings.trusted_proxies))
+    forwarded = request.headers.get("X-Forwarded-For")
+    proxies = _proxies(settings.trusted_proxies)
+    if forwarded and not _in(request.remote_addr, proxies):
+        _warn_untrusted_proxy(request.remote_addr or "unknown")
+    return client_address(request.remote_addr, forwarded, proxies)
+
+
+@lru_cache(maxsize=64)
+def _warn_untrusted_proxy(peer: str) -> None:
+    # Once per peer and process: behind a proxy that is not in ASSISTANT_TRUSTED_PROXIES every
+    # client is counted as the proxy, so all of them share one rate-limit bucket.
+    log.warning("X-Forwarded-For from %s, which is not in ASSISTANT_TRUSTED_PROXIES: every "
+                "client behind it shares one rate-limit bucket", peer)
 
 
 def trusted_health_caller(settings: Settings) -> bool:

@@ -73,8 +73,9 @@ def my_projects() -> tuple[Response, int]:
     from web.app_api import AppApi
 
     check_origin()
-    token = bearer_token()
     s = settings()
+    limiter(s).check_request(current_client(s), preferred_lang())
+    token = bearer_token()
     verify_access_token(token, s.app_jwt_secret)
     if not s.app_api_url:
         return jsonify({"projects": []}), 200

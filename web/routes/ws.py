@@ -30,7 +30,8 @@ from shared.history import MAX_ENTRY_CHARS, bound_history
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
-from web.follow import TurnFollower, follow_existing, owns, project_fields, start_turn
+from web.follow import TurnFollower, follow_existing, open_turn, owns
+from web.guard import current_client
 from web.relay import Relay, Subscription
 from web.sock import sock
 from web.tickets import TicketGrant, consume_ticket
@@ -52,6 +53,7 @@ def _authorize_upgrade() -> None:
         return
     check_origin()
     g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
+    g.ws_client = current_client(settings())  # asks are counted per address too
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -109,8 +111,10 @@ class Session:
     """One socket. A reader thread feeds client frames into the inbox the relay also feeds,
     so this one loop is the only writer to the socket."""
 
-    def __init__(self, ws: Any, grant: TicketGrant, s: Settings, relay: Relay) -> None:
+    def __init__(self, ws: Any, grant: TicketGrant, s: Settings, relay: Relay,
+                 client_addr: str | None = None) -> None:
         self.ws = ws
+        self.client_addr = client_addr
         self.user = grant.user
         self._app_token = grant.app_token  # memory only: for reading the user's project
         self.expires_at = grant.expires_at
@@ -226,9 +230,9 @@ class Session:
             if kind == "ask":
                 fields = parse_ask(frame, self.settings)
                 self.ensure_idle()
-                fields = project_fields(self.settings, self._app_token, fields)
-                self.sub, self.follower = start_turn(self.redis, self.settings, self.relay,
-                                                     self.user, fields, sink=self.inbox)
+                self.sub, self.follower = open_turn(
+                    self.redis, self.settings, self.relay, self.user, self._app_token, fields,
+                    self.client_addr, sink=self.inbox)
             elif kind == "resume":
                 turn, after = parse_resume(frame)
                 self.ensure_idle()
@@ -304,7 +308,7 @@ def assistant_ws(ws: Any) -> None:
     """The WebSocket handler; per-connection errors are caught here, at its edge."""
     from web import relay_for_process
 
-    session = Session(ws, g.ws_grant, settings(), relay_for_process())
+    session = Session(ws, g.ws_grant, settings(), relay_for_process(), g.get("ws_client"))
     try:
         session.run()
     except ConnectionClosed:
