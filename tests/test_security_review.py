@@ -400,3 +400,32 @@ def test_item4_projects_list_is_rate_limited(item4_stack: Stack) -> None:
     status, _ = http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/turns/{'a' * 32}"
                           "/events", headers={"Authorization": f"Bearer {token}"})
     assert status == 429
+
+
+def _timed_turn(stack: Stack, user: str) -> tuple[dict[str, Any], float]:
+    start = time.monotonic()
+    _, end = ask(stack.base_url, app_token(stack, user), "How does the search work?",
+                 timeout_s=60)
+    return end, time.monotonic() - start
+
+
+def test_item9_a_model_that_hangs_sending_nothing_is_stopped_at_the_first_token_limit(
+        strict_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    # strict_stack: first token 3 s, answer 8 s. The server keeps the connection busy with
+    # comments for 40 s, so no read timeout ever fires: only our own hard stop can end it.
+    set_script(scripted_llm, ["Too late [1]."], stall_s=40, keepalive=True)
+    end, took = _timed_turn(strict_stack, "item9-a")
+    assert end["type"] == "error" and end["code"] == 504, end
+    assert took < 3 + 4, f"ended after {took:.1f} s"
+
+
+def test_item9_a_model_that_trickles_is_stopped_at_the_answer_limit(
+        strict_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["One ", "two [1]."], delay_s=40, keepalive=True)
+    end, took = _timed_turn(strict_stack, "item9-b")
+    assert end["type"] == "error" and end["code"] == 504, end
+    assert took < 8 + 4, f"ended after {took:.1f} s"
