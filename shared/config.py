@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from limits import RateLimitItem, parse_many
 
@@ -164,7 +165,8 @@ def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | N
         provider=(provider or base_default.provider).strip().lower(),
         model=model or base_default.model,
         base_url=(base or base_default.base_url).rstrip("/"),
-        api_key=api_key,
+        # A role's own key (ASSISTANT_<ROLE>_API_KEY) first; see _check_shared_key.
+        api_key=env.get(f"ASSISTANT_{prefix}_API_KEY", "") or api_key,
     )
     if role.provider not in PROVIDERS:
         raise ConfigError(f"ASSISTANT_{prefix}_PROVIDER must be one of {PROVIDERS}")
@@ -276,7 +278,29 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         slot_lease_s=float(num("SLOT_LEASE_S", d.slot_lease_s, float)),
     )
     validate(settings)
+    _check_shared_key(env, settings)
     return settings
+
+
+_ROLE_KEY_PREFIX = {"answer": "ANSWER", "translation": "LLM", "embeddings": "EMBEDDING",
+                    "captions": "CAPTION", "judge": "JUDGE"}
+
+
+def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
+    """ASSISTANT_API_KEY is one provider's key: the hosted roles without a key of their own
+    must all be on one host, or one provider would receive another's key."""
+    if not env.get("ASSISTANT_API_KEY"):
+        return
+    sharing = [r for r in (settings.answer, settings.translation, settings.embeddings,
+                           settings.captions, settings.judge)
+               if r is not None and r.provider == "api"
+               and not env.get(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY")]
+    hosts = [urlsplit(r.base_url).hostname for r in sharing]
+    others = [r for r, h in zip(sharing, hosts, strict=True) if h != hosts[0]]
+    if others:
+        names = ", ".join(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY" for r in others)
+        raise ConfigError(f"ASSISTANT_API_KEY would be sent to more than one host; set {names} "
+                          "for the roles on another host than the first hosted role")
 
 
 def validate(settings: Settings) -> None:

@@ -429,3 +429,28 @@ def test_item9_a_model_that_trickles_is_stopped_at_the_answer_limit(
     end, took = _timed_turn(strict_stack, "item9-b")
     assert end["type"] == "error" and end["code"] == 504, end
     assert took < 8 + 4, f"ended after {took:.1f} s"
+
+
+def _hosted_env(**extra: str) -> dict[str, str]:
+    from tests.conftest import TEST_ENV
+
+    return {**TEST_ENV, "ASSISTANT_API_KEY": "sk-shared-provider-a",
+            "ASSISTANT_ANSWER_PROVIDER": "api",
+            "ASSISTANT_ANSWER_LLM_BASE_URL": "https://provider-a.example/v1",
+            "ASSISTANT_LLM_PROVIDER": "api",
+            "ASSISTANT_LLM_BASE_URL": "https://provider-b.example/v1", **extra}
+
+
+def test_item10_hosted_keys_per_role_never_cross_providers() -> None:
+    from shared.config import ConfigError, settings_from_env
+
+    # Two providers and only the shared key: provider B would receive provider A's key.
+    with pytest.raises(ConfigError, match="ASSISTANT_LLM_API_KEY"):
+        settings_from_env(_hosted_env())
+    s = settings_from_env(_hosted_env(ASSISTANT_LLM_API_KEY="sk-provider-b"))
+    assert s.answer.key_for_request == "sk-shared-provider-a"
+    assert s.translation.key_for_request == "sk-provider-b"
+    # One host for both roles: the shared key serves both.
+    same = settings_from_env(_hosted_env(
+        ASSISTANT_LLM_BASE_URL="https://provider-a.example/v1/"))
+    assert same.translation.key_for_request == "sk-shared-provider-a"
