@@ -454,3 +454,125 @@ def test_item10_hosted_keys_per_role_never_cross_providers() -> None:
     same = settings_from_env(_hosted_env(
         ASSISTANT_LLM_BASE_URL="https://provider-a.example/v1/"))
     assert same.translation.key_for_request == "sk-shared-provider-a"
+
+
+EMBED_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Host page</title>
+<link rel="stylesheet" href="{base}/static/panel.css">
+<script src="{base}/static/panel-i18n.js"></script>
+<script src="{base}/static/panel-render.js"></script>
+<script src="{base}/static/panel.js"></script></head>
+<body><div id="host"></div><script>
+BecomeAssistant.mount(document.getElementById("host"),
+  {{baseUrl: "{base}", getToken: () => "{token}", lang: "en"}});
+</script></body></html>"""
+
+
+class _HostPage:
+    """A second origin on loopback that serves one page embedding the panel."""
+
+    def __init__(self, port_number: int, html: str) -> None:
+        import http.server
+
+        body = html.encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port_number), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{port_number}/"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                              args=["--headless", "--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def _embed(chromium: Any, stack: Stack, port_number: int) -> tuple[Any, Any, list[str]]:
+    page_html = EMBED_PAGE.format(base=stack.base_url, token=app_token(stack, "item11"))
+    host = _HostPage(port_number, page_html)
+    context = chromium.new_context()
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text))
+    page.goto(host.url)
+    page.wait_for_selector("#ba-question")
+    page.get_by_label("Your question").fill("How does the search work?")
+    page.get_by_role("button", name="Ask", exact=True).click()
+    host.server.shutdown()
+    return context, page, console
+
+
+def test_item11_panel_embedded_from_an_allowed_second_origin_gets_an_answer(
+        chromium: Any, scripted_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import port, set_script
+
+    set_script(scripted_llm, ["Embedded answer [1]."])
+    # The test environment allows 127.0.0.1 on ports 8010-8039 (moved by the offset).
+    context, page, console = _embed(chromium, scripted_stack, port(8038))
+    try:
+        page.wait_for_function("() => window.__assistantPanel.current && "
+                               "window.__assistantPanel.current.finished", timeout=30_000)
+        assert "Embedded answer" in page.evaluate("() => window.__assistantPanel.answerText()"), \
+            console
+    finally:
+        context.close()
+
+
+def test_item11_a_foreign_origin_is_refused(chromium: Any, scripted_stack: Stack) -> None:
+    from tests.conftest import port
+
+    context, page, _ = _embed(chromium, scripted_stack, port(8045))  # not an allowed origin
+    try:
+        outcome = page.evaluate("""async (base) => {
+            try { await fetch(base + "/api/v1/assistant/tickets", {method: "POST",
+                    headers: {"Authorization": "Bearer x"}}); return "read"; }
+            catch (e) { return "blocked"; } }""", scripted_stack.base_url)
+        assert outcome == "blocked"
+        page.wait_for_function("() => window.__assistantPanel.current && "
+                               "window.__assistantPanel.current.finished", timeout=30_000)
+        assert not page.evaluate("() => window.__assistantPanel.lastDone")
+    finally:
+        context.close()
+
+
+def test_item11_headers_restrict_connect_src_and_answer_cors_only_for_allowed_origins(
+        scripted_stack: Stack) -> None:
+    import urllib.request
+
+    from tests.conftest import port
+
+    def options(origin: str) -> dict[str, str]:
+        req = urllib.request.Request(f"{scripted_stack.base_url}/api/v1/assistant/tickets",
+                                     method="OPTIONS", headers={
+                                         "Origin": origin,
+                                         "Access-Control-Request-Method": "POST",
+                                         "Access-Control-Request-Headers": "authorization"})
+        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback
+            return {k.lower(): v for k, v in resp.headers.items()}
+
+    allowed = f"http://127.0.0.1:{port(8038)}"
+    headers = options(allowed)
+    assert headers.get("access-control-allow-origin") == allowed
+    assert "authorization" in headers.get("access-control-allow-headers", "").lower()
+    assert "access-control-allow-origin" not in options(f"http://127.0.0.1:{port(8045)}")
+    with urllib.request.urlopen(f"{scripted_stack.base_url}/", timeout=10) as resp:  # noqa: S310
+        csp = resp.headers["Content-Security-Policy"]
+    connect = next(d for d in csp.split(";") if d.strip().startswith("connect-src"))
+    assert " ws: " not in f"{connect} " and " wss: " not in f"{connect} ", connect
