@@ -23,8 +23,9 @@ class AccessToken:
 def verify_access(token: str, secret: str) -> AccessToken:
     """The user id and expiry of a valid access token, else raise Unauthorized."""
     try:
+        # The app always sets iat and jti: a token without them was not minted by the app.
         claims = jwt.decode(token, secret, algorithms=["HS256"],
-                            options={"require": ["sub", "exp"]})
+                            options={"require": ["sub", "exp", "iat", "jti"]})
     except jwt.PyJWTError:
         raise Unauthorized("invalid app token") from None
     if claims.get("type") != "access" or not isinstance(claims.get("sub"), str):

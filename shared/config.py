@@ -94,6 +94,8 @@ class Settings:
     # Messages from one client address (an IPv6 /64 counts as one), across all its users.
     client_message_limit: str = "120/hour"
     max_streams_per_user: int = 4  # concurrent GET /turns/<turn>/events streams of a user
+    # How long the app's "yes" to GET /users/me for a token is reused (project turns).
+    app_token_check_cache_s: float = 30.0
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -267,6 +269,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
         client_message_limit=env.get("ASSISTANT_CLIENT_MESSAGE_LIMIT", d.client_message_limit),
         max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
+        app_token_check_cache_s=float(num("APP_TOKEN_CHECK_CACHE_S", d.app_token_check_cache_s,
+                                          float)),
         trusted_proxies=env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),

@@ -576,3 +576,85 @@ def test_item11_headers_restrict_connect_src_and_answer_cors_only_for_allowed_or
         csp = resp.headers["Content-Security-Policy"]
     connect = next(d for d in csp.split(";") if d.strip().startswith("connect-src"))
     assert " ws: " not in f"{connect} " and " wss: " not in f"{connect} ", connect
+
+
+def test_item12_tokens_without_iat_or_jti_are_refused() -> None:
+    import jwt as pyjwt
+
+    from shared.auth import verify_access_token
+    from shared.errors import Unauthorized
+
+    secret = "item12-secret-long-enough-for-hs256-0123456789"
+    now = int(time.time())
+    full = {"sub": "u", "iat": now, "exp": now + 60, "jti": "ab" * 16, "type": "access"}
+    assert verify_access_token(pyjwt.encode(full, secret, algorithm="HS256"), secret) == "u"
+    for missing in ("iat", "jti"):
+        claims = {k: v for k, v in full.items() if k != missing}
+        with pytest.raises(Unauthorized):
+            verify_access_token(pyjwt.encode(claims, secret, algorithm="HS256"), secret)
+
+
+def test_item12_a_logged_out_token_gets_no_ticket_for_a_project_turn(
+        project_stack: Stack, demo_app: str) -> None:
+    import urllib.parse
+    import urllib.request
+
+    from corpus_jobs.demo_seed import OFFICE_MOVE
+
+    form = urllib.parse.urlencode({"username": "alice@example.com",
+                                   "password": "demo-password"}).encode()
+    with urllib.request.urlopen(f"{demo_app}/api/v1/auth/login", form,  # noqa: S310
+                                timeout=10) as resp:
+        token = json.loads(resp.read())["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    tickets = f"{project_stack.base_url}/api/v1/assistant/tickets"
+    assert http_json("POST", f"{demo_app}/api/v1/auth/logout", headers=auth)[0] == 200
+    assert http_json("GET", f"{demo_app}/api/v1/users/me", headers=auth)[0] == 401
+    # The token still verifies offline (signature, exp): only the online check refuses it.
+    status, body = http_json("POST", tickets, {"project_id": OFFICE_MOVE}, headers=auth)
+    assert status == 401, body
+    # A ticket for a turn without project data needs no app call and is still issued.
+    assert http_json("POST", tickets, headers=auth)[0] == 201
+
+
+REFRESH_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Host page</title>
+<script src="{base}/static/panel-i18n.js"></script>
+<script src="{base}/static/panel-render.js"></script>
+<script src="{base}/static/panel.js"></script></head>
+<body><div id="host"></div><script>
+window.__tokenCalls = [];
+BecomeAssistant.mount(document.getElementById("host"), {{baseUrl: "{base}", lang: "en",
+  getToken: (opts) => {{
+    const fresh = !!(opts && opts.fresh);
+    window.__tokenCalls.push(fresh);
+    return fresh ? "{fresh}" : "{expired}";
+  }}}});
+</script></body></html>"""
+
+
+def test_item12_panel_asks_the_host_page_for_a_fresh_token_when_its_token_expired(
+        chromium: Any, scripted_stack: Stack, scripted_llm: str) -> None:
+    from shared.auth import mint_access_token
+    from tests.conftest import port, set_script
+
+    set_script(scripted_llm, ["Fresh answer [1]."])
+    secret = scripted_stack.settings.app_jwt_secret
+    html = REFRESH_PAGE.format(base=scripted_stack.base_url,
+                               fresh=mint_access_token("item12", secret),
+                               expired=mint_access_token("item12", secret, ttl_s=-60))
+    host = _HostPage(port(8037), html)
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.goto(host.url)
+        page.wait_for_selector("#ba-question")
+        page.get_by_label("Your question").fill("How does the search work?")
+        page.get_by_role("button", name="Ask", exact=True).click()
+        page.wait_for_function("() => window.__assistantPanel.current && "
+                               "window.__assistantPanel.current.finished", timeout=30_000)
+        assert page.evaluate("() => window.__tokenCalls") == [False, True]
+        assert "Fresh answer" in page.evaluate("() => window.__assistantPanel.answerText()")
+    finally:
+        context.close()
+        host.server.shutdown()

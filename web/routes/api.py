@@ -27,6 +27,14 @@ def create_ticket() -> tuple[Response, int]:
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
     access = verify_access(token, s.app_jwt_secret)
+    body = json_body()
+    project_id = body.get("project_id") if isinstance(body, dict) else None
+    if project_id and s.app_api_url:
+        # A project turn reads the user's data with this token: the app confirms it first.
+        from web.app_api import AppApi, confirm_token
+
+        confirm_token(AppApi(s.app_api_url, s.app_api_timeout_s), token,
+                      s.app_token_check_cache_s)
     ticket = issue_ticket(redis_client(s), access.user, token, s.ticket_ttl_s,
                           access.expires_at)
     resp = jsonify({"ticket": ticket, "expires_in": s.ticket_ttl_s})
