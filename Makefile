@@ -5,12 +5,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 APT_PACKAGES_RUN := redis-server
-APT_PACKAGES_TEST := redis-server chromium
+# qemu-user and binutils: tests/test_portable_binaries.py disassembles the native code we ship
+# and runs it on an emulated CPU without AVX-512.
+APT_PACKAGES_TEST := redis-server chromium qemu-user binutils
 
-.PHONY: run test deps lint typecheck pytest clean system-deps-run system-deps-test
+.PHONY: run test deps lint typecheck pytest clean system-deps-run system-deps-test \
+        docker-images docker-smoke system-deps-docker
 
+# `make run MANIFEST=corpus_jobs/manifests/become.toml` serves another corpus. The laptop demo
+# lets anonymous visitors ask (dev tokens, with the dev secret only): an explicit opt-in, here.
 run: system-deps-run deps
-	$(VENV)/bin/become-assistant run
+	@# Dev tokens only while the app secret is the dev one (settings refuse them otherwise).
+	@ASSISTANT_DEV_TOKENS=$${ASSISTANT_DEV_TOKENS:-$$([ -z "$$ASSISTANT_APP_JWT_SECRET" ] && echo true || echo false)} \
+	  $(VENV)/bin/become-assistant run \
+	  $(if $(MANIFEST),--manifest $(MANIFEST))
 
 test: system-deps-test deps lint typecheck pytest
 
@@ -55,6 +63,19 @@ _apt:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "please install Debian packages:$$missing (sudo apt-get install$$missing)"; exit 1; fi; \
 	fi
+
+# Containers: images built from Debian's packages (no registry needed), then a real run of the
+# compose project: health, one cited answer, two web and two worker containers, a resume across
+# web containers, teardown. See docker/README.md.
+APT_PACKAGES_DOCKER := docker.io docker-compose mmdebstrap
+system-deps-docker:
+	@$(MAKE) --no-print-directory _apt PKGS="$(APT_PACKAGES_DOCKER)"
+
+docker-images: system-deps-docker deps
+	LLAMA_WHEELS=$(LLAMA_WHEELS) PY=$(PY) bash docker/build.sh
+
+docker-smoke: docker-images
+	$(PY) docker/smoke.py
 
 lint: deps
 	$(VENV)/bin/ruff check web worker shared corpus_jobs tests bench

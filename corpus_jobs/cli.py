@@ -8,9 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from corpus_jobs import client
+from corpus_jobs import client, stack
 from shared.auth import mint_access_token
-from shared.config import get_settings
+from shared.config import INSECURE_DEV_SECRET, get_settings
 from shared.errors import AssistantError, ConfigError
 
 DEFAULT_URL = os.environ.get("ASSISTANT_URL", "http://127.0.0.1:8000")
@@ -21,17 +21,20 @@ def _app_token(user: str) -> str:
     if token:
         return token
     settings = get_settings()
-    if settings.profile == "deployed":
-        raise ConfigError("set ASSISTANT_TOKEN to an app access token")
+    if settings.production or settings.app_jwt_secret != INSECURE_DEV_SECRET:
+        raise ConfigError("set ASSISTANT_TOKEN to an app access token (tokens are minted here "
+                          "only in dev, with the dev secret)")
     return mint_access_token(user, settings.app_jwt_secret)
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    """Mint a dev app token (not in the deployed profile)."""
-    if get_settings().profile == "deployed":
-        print("token minting is disabled in the deployed profile", file=sys.stderr)
+    """Mint a dev app token (dev and test only, with the dev secret)."""
+    settings = get_settings()
+    if settings.production or settings.app_jwt_secret != INSECURE_DEV_SECRET:
+        print("token minting needs the dev profile and the dev secret: it is refused while "
+              "ASSISTANT_APP_JWT_SECRET is a real app secret", file=sys.stderr)
         return 2
-    print(mint_access_token(args.user, get_settings().app_jwt_secret, args.ttl))
+    print(mint_access_token(args.user, settings.app_jwt_secret, args.ttl))
     return 0
 
 
@@ -76,6 +79,12 @@ def cmd_corpus_build(args: argparse.Namespace) -> int:
     settings = get_settings()
     if args.dsn:
         settings = dataclasses.replace(settings, corpus_dsn=args.dsn)
+    try:
+        stack.ensure_corpus_database(settings.corpus_dsn, settings.corpus_read_dsn)
+        stack.probe_vector(settings.corpus_dsn)
+    except stack.StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     def progress(done: int, total: int) -> None:
         width = 30
@@ -119,21 +128,30 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     questions = evaluation.load_questions(args.questions)
 
     def run(spec: str) -> dict:
-        config, extra = evaluation.load_config(spec)
+        # "NAME+fewshot" / "NAME+chat": translate Czech questions first, on this side only.
+        name, _, how = spec.partition("+")
+        config, extra = evaluation.load_config(name)
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
         s = dataclasses.replace(settings, corpus_read_dsn=dsn)
         translate = None
-        if args.translate:
-            from worker.pipeline.rewrite import translate_for_search
+        role = s.translation
+        how = how or ("fewshot" if args.translate_fewshot else "chat" if args.translate else "")
+        if how not in ("", "fewshot", "chat"):
+            raise ConfigError(f"unknown translation {how!r}: +fewshot or +chat")
+        if how:
+            from worker.pipeline.rewrite import translate_fewshot, translate_for_search
+
+            step = translate_fewshot if how == "fewshot" else translate_for_search
+            role = s.translator if how == "fewshot" else s.translation
 
             def translate(text: str) -> tuple[str, str]:
-                return translate_for_search(s.translation, text, timeout_s=120), text
+                return step(role, text, timeout_s=120), text
 
         report = evaluation.run_eval(
             s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
             translate)
-        report["name"] = spec + (" +translate" if args.translate else "")
-        report["translation_model"] = s.translation.model if args.translate else None
+        report["name"] = name + (f"+{how}" if how else "")
+        report["translation_model"] = role.model if translate is not None else None
         return report
 
     def show(r: dict) -> None:
@@ -154,12 +172,14 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         show(b)
         out["b"] = b
         out["comparison"] = cmp = evaluation.compare(a, b)
-        for metric in ("hit@3", "mrr"):
-            c = cmp[metric]
-            verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
-            print(f"{args.compare} - {args.settings} {metric}: {c['mean_diff']:+.3f}  "
-                  f"90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
-                  f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
+        scopes = [("all", cmp)] + list(cmp.get("by_language", {}).items())
+        for scope, part in scopes:
+            for metric in ("hit@3", "mrr"):
+                c = part[metric]
+                verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
+                print(f"{args.compare} - {args.settings} {scope:<3} {metric}: "
+                      f"{c['mean_diff']:+.3f}  90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
+                      f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")
@@ -169,8 +189,11 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start every process in the foreground (make run)."""
-    from corpus_jobs.run import Plan, run_forever
+    from corpus_jobs.run import Plan, choose_manifest, run_forever
 
+    # Every child (worker, beat's nightly rebuild, web) reads the manifest from the environment.
+    os.environ["ASSISTANT_CORPUS_MANIFEST"] = choose_manifest(args.manifest)
+    get_settings.cache_clear()
     return run_forever(get_settings(), Plan(var_dir=Path(args.var).resolve(),
                                             web_bind=args.bind, flower_port=args.flower_port))
 
@@ -184,6 +207,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--var", default="var")
     r.add_argument("--bind", default=os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000"))
     r.add_argument("--flower-port", type=int, default=5555)
+    r.add_argument("--manifest", default=None,
+                   help="corpus manifest to serve (default: ASSISTANT_CORPUS_MANIFEST, else the "
+                        "BeCoMe documentation when at hand, else the assistant's own docs)")
     r.set_defaults(func=cmd_run)
     a = sub.add_parser("ask", help="ask a question and stream the answer")
     a.add_argument("question")
@@ -209,7 +235,15 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--out", default=None, help="write the JSON report here")
     er.add_argument("--translate", action="store_true",
                     help="translate Czech questions with the translation role first")
+    er.add_argument("--translate-fewshot", action="store_true",
+                    help="translate Czech questions first with a few-shot completion prompt "
+                         "(a base model such as Gemma 3 270M on the translation role)")
     er.set_defaults(func=cmd_eval_retrieval)
+    # --- eval answers / eval seal (issue 14): all of it lives in corpus_jobs/eval_cli.py ---
+    from corpus_jobs import eval_cli
+
+    eval_cli.add_parsers(esub, DEFAULT_URL, _app_token)
+    # --- end of eval answers / eval seal ---
     s = sub.add_parser("status", help="component health")
     s.add_argument("--url", default=DEFAULT_URL)
     s.set_defaults(func=cmd_status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,18 +57,44 @@ class Manifest:
         return self.language
 
 
-def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
-    """Read a manifest file; a relative path is taken from the repository root."""
+def manifest_root(path: Path, data: dict) -> Path:
+    """The corpus root: the folder named by the manifest's `root_env` variable when that is set
+    (for documents kept elsewhere), else `root` relative to the manifest's folder."""
+    override = os.environ.get(str(data.get("root_env", "")), "") if data.get("root_env") else ""
+    if override:
+        return Path(override).expanduser().resolve()
+    return (path.parent / data.get("root", ".")).resolve()
+
+
+def root_available(path: str | Path) -> bool:
+    """True when a manifest file reads and its corpus root exists (the documents are at hand)."""
+    p = _manifest_path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return manifest_root(p, data).is_dir()
+
+
+def _manifest_path(path: str | Path, base: Path | None = None) -> Path:
     p = Path(path)
     if not p.is_absolute():
         p = (base or Path(__file__).resolve().parent.parent) / p
+    return p
+
+
+def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
+    """Read a manifest file; a relative path is taken from the repository root."""
+    p = _manifest_path(path, base)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read corpus manifest {p}: {exc}") from exc
-    root = (p.parent / data.get("root", ".")).resolve()
+    root = manifest_root(p, data)
     if not root.is_dir():
-        raise ConfigError(f"corpus root {root} does not exist")
+        hint = (f" (set {data['root_env']} to the folder that holds it)"
+                if data.get("root_env") else "")
+        raise ConfigError(f"corpus root {root} does not exist{hint}")
     local = data.get("local_dir")
     return Manifest(
         name=str(data.get("name", p.stem)),

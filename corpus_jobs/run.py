@@ -15,7 +15,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from corpus_jobs import stack
 from corpus_jobs.build import build_index
-from corpus_jobs.manifest import load_manifest
+from corpus_jobs.manifest import load_manifest, root_available
 from shared.config import Settings
 
 LOOPBACK = ("127.0.0.1", "localhost")
@@ -38,13 +38,41 @@ class Plan:
     flower: bool = True
 
 
+DEFAULT_MANIFEST = "corpus_jobs/manifests/default.toml"
+BECOME_MANIFEST = "corpus_jobs/manifests/become.toml"
+
+
+def choose_manifest(explicit: str | None, env: dict[str, str] | None = None) -> str:
+    """The manifest `run` serves: --manifest, else ASSISTANT_CORPUS_MANIFEST, else the BeCoMe
+    documentation when it is at hand (../shared, or ASSISTANT_BECOME_DOCS), else our own docs."""
+    env = dict(os.environ) if env is None else env
+    if explicit:
+        return explicit
+    if env.get("ASSISTANT_CORPUS_MANIFEST"):
+        return env["ASSISTANT_CORPUS_MANIFEST"]
+    return BECOME_MANIFEST if root_available(BECOME_MANIFEST) else DEFAULT_MANIFEST
+
+
+def describe_corpus(manifest: str) -> str:
+    """One line for the start-up banner: which corpus is served, from where."""
+    m = load_manifest(manifest)
+    what = ("the BeCoMe documentation" if m.name == "become"
+            else "the assistant's own documentation" if m.name == "become-assistant-docs"
+            else f"corpus {m.name!r}")
+    line = f"Corpus: {what} ({m.root}; manifest {manifest})"
+    if m.name != "become" and not root_available(BECOME_MANIFEST):
+        line += ("\n  (the BeCoMe documentation was not found: put it in ../shared/corpus/become "
+                 "or set ASSISTANT_BECOME_DOCS, or pass --manifest)")
+    return line
+
+
 def _celery(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "worker.celery_app", *args]
 
 
 def start_demo_app(settings: Settings, sup: stack.Supervisor, plan: Plan) -> str | None:
     """In dev, with no app API configured, the demo BeCoMe app on the embedded PostgreSQL."""
-    if settings.profile == "deployed" or settings.app_api_url:
+    if settings.production or settings.app_api_url:
         return None
     from corpus_jobs.demo_app import bootstrap_demo_db
     from corpus_jobs.demo_app import start_demo_app as start
@@ -59,13 +87,22 @@ def start_demo_app(settings: Settings, sup: stack.Supervisor, plan: Plan) -> str
 
 def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
     """Redis, the corpus PostgreSQL and the local model servers (reused when they answer)."""
-    stack.ensure_redis(sup, settings.redis_url, plan.var_dir / "redis")
     owner = conninfo_to_dict(settings.corpus_dsn)
     reader = conninfo_to_dict(settings.corpus_read_dsn)
+    bundled = str(owner.get("host", "")) in LOOPBACK or any(
+        r.provider == "local" and urlparse(r.base_url).hostname in LOOPBACK
+        for r in settings.roles)
+    if bundled:
+        stack.check_cpu()
+    stack.ensure_redis(sup, settings.redis_url, plan.var_dir / "redis")
     if str(owner.get("host", "")) in LOOPBACK:
         admin = stack.start_postgres(sup, plan.var_dir / "pg", int(owner.get("port") or 5432))
         stack.bootstrap_corpus_db(admin, str(owner["dbname"]), str(owner["user"]),
                                   str(reader["user"]))
+    # Before any build: a vector cast, an HNSW index and a search, so a pgvector built for
+    # another CPU stops us here with one sentence instead of killing a build half-way.
+    pg = next((p for p in sup.procs if p.name == "postgres"), None)
+    stack.probe_vector(settings.corpus_dsn, pg.log if pg else None)
     assistant = conninfo_to_dict(settings.assistant_dsn)
     if str(assistant.get("host", "")) in LOOPBACK:
         port = int(assistant.get("port") or 5432)
@@ -83,6 +120,10 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
             stack.start_embedding_server(sup, url.port)
         else:
             stack.start_chat_server(sup, url.port)
+    translator = urlparse(settings.translator.base_url)
+    if settings.fewshot_translates and settings.translator.provider == "local" \
+            and translator.hostname in LOOPBACK and translator.port not in started:
+        stack.start_translator_server(sup, translator.port or 80)
 
 
 def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | None = None
@@ -134,6 +175,7 @@ def run_forever(settings: Settings, plan: Plan) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
+        print(describe_corpus(settings.corpus_manifest), flush=True)
         print("Starting services (logs in var/log/)…", flush=True)
         start_services(settings, sup, plan)
         demo = start_demo_app(settings, sup, plan)

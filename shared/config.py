@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,7 +13,10 @@ from limits import RateLimitItem, parse_many
 
 from shared.errors import ConfigError
 
-PROFILES = ("dev", "test", "deployed")
+# `production` is the hardened profile every real install uses (local or hosted models alike);
+# `deployed` is its former name and still accepted.
+PROFILES = ("dev", "test", "production")
+PROFILE_ALIASES = {"deployed": "production"}
 PROVIDERS = ("local", "api")
 INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
 
@@ -38,6 +42,9 @@ class Settings:
     """Every setting of the assistant; build with `load_settings()`."""
 
     profile: str = "dev"
+    # Mint app tokens at POST /api/v1/dev/token (the anonymous demo visitor): dev and test only,
+    # only with the dev secret, never in production.
+    dev_tokens: bool = False
     redis_url: str = "redis://127.0.0.1:6379/0"
     corpus_dsn: str = "postgresql://corpus_owner@127.0.0.1:5433/corpus"
     corpus_read_dsn: str = "postgresql://corpus_reader@127.0.0.1:5433/corpus"
@@ -55,6 +62,12 @@ class Settings:
     )
     embeddings: ModelRole = ModelRole(
         "embeddings", "local", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1"
+    )
+    # The offline translator of Czech questions (issue 12): a base model behind a few-shot
+    # completion prompt (Gemma 3 270M; llama.cpp's server). Used when the translation role
+    # is local and ASSISTANT_TRANSLATE_QUERIES is auto.
+    translator: ModelRole = ModelRole(
+        "translator", "local", "gemma-3-270m", "http://127.0.0.1:8083/v1"
     )
     captions: ModelRole | None = None
     judge: ModelRole | None = None
@@ -110,6 +123,11 @@ class Settings:
     slot_lease_s: float = 30.0
 
     @property
+    def production(self) -> bool:
+        """Whether the hardened profile is on (no dev endpoints, strict start-up checks)."""
+        return self.profile == "production"
+
+    @property
     def translates(self) -> bool:
         """Whether Czech questions are translated for the search (B-13).
 
@@ -119,6 +137,12 @@ class Settings:
         if self.translate_queries == "auto":
             return self.translation.provider == "api"
         return self.translate_queries == "on"
+
+    @property
+    def fewshot_translates(self) -> bool:
+        """Whether Czech questions go to the offline few-shot translator (`auto` with a local
+        translation role; measured in docs/benchmarks.md, issue 12)."""
+        return self.translate_queries == "auto" and self.translation.provider == "local"
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
@@ -177,12 +201,18 @@ def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | N
     return role
 
 
+def _proxies(value: str) -> str:
+    """Trusted proxies as given; 'none' states that there are none."""
+    return "" if value.strip().lower() == "none" else value
+
+
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     """Build and validate Settings from a mapping (os.environ by default)."""
     env = os.environ if env is None else env
     d = Settings()
     api_key = env.get("ASSISTANT_API_KEY", "")
     profile = env.get("ASSISTANT_PROFILE", d.profile).strip().lower()
+    profile = PROFILE_ALIASES.get(profile, profile)
     if profile not in PROFILES:
         raise ConfigError(f"ASSISTANT_PROFILE must be one of {PROFILES}")
 
@@ -215,12 +245,14 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     answer = _role(env, "answer", "ANSWER", d.answer, api_key)
     translation = _role(env, "translation", "LLM", d.translation, api_key)
     embeddings = _role(env, "embeddings", "EMBEDDING", d.embeddings, api_key)
-    assert answer and translation and embeddings
+    translator = _role(env, "translator", "TRANSLATOR", d.translator, api_key)
+    assert answer and translation and embeddings and translator
     prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
     if prefix_mode not in ("input_type", "text", "none"):
         raise ConfigError("ASSISTANT_EMBEDDING_PREFIX_MODE must be input_type, text or none")
     settings = Settings(
         profile=profile,
+        dev_tokens=_bool(env.get("ASSISTANT_DEV_TOKENS", "false"), "ASSISTANT_DEV_TOKENS"),
         redis_url=env.get("ASSISTANT_REDIS_URL", d.redis_url),
         corpus_dsn=env.get("ASSISTANT_CORPUS_DSN", d.corpus_dsn),
         corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
@@ -234,6 +266,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         answer=answer,
         translation=translation,
         embeddings=embeddings,
+        translator=translator,
         captions=_role(env, "captions", "CAPTION", None, api_key),
         judge=_role(env, "judge", "JUDGE", None, api_key),
         embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
@@ -271,7 +304,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
         app_token_check_cache_s=float(num("APP_TOKEN_CHECK_CACHE_S", d.app_token_check_cache_s,
                                           float)),
-        trusted_proxies=env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies),
+        trusted_proxies=_proxies(env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies)),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),
         global_message_limit=env.get("ASSISTANT_GLOBAL_MESSAGE_LIMIT", d.global_message_limit),
@@ -283,6 +316,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     )
     validate(settings)
     _check_shared_key(env, settings)
+    if settings.production:
+        validate_production(settings, env)
     return settings
 
 
@@ -308,7 +343,7 @@ def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
 
 
 def validate(settings: Settings) -> None:
-    """Refuse unsafe combinations; the deployed profile must be fully hosted and keyed."""
+    """Refuse unsafe combinations in any profile."""
     if settings.translate_queries not in ("auto", "on", "off"):
         raise ConfigError("ASSISTANT_TRANSLATE_QUERIES must be auto, on or off")
     if settings.answer_form not in ("prose", "structured"):
@@ -324,23 +359,61 @@ def validate(settings: Settings) -> None:
     if settings.slot_lease_s < 0.5:
         # Holders renew several times per lease; shorter leases lapse on ordinary jitter.
         raise ConfigError("ASSISTANT_SLOT_LEASE_S must be at least 0.5 seconds")
-    if settings.profile != "deployed":
-        return
+    for part in settings.trusted_proxies.split(","):
+        try:
+            if part.strip():
+                ipaddress.ip_network(part.strip(), strict=False)
+        except ValueError:
+            raise ConfigError("ASSISTANT_TRUSTED_PROXIES must be addresses or CIDR blocks "
+                              f"separated by commas, or 'none'; {part.strip()!r} is not") from None
+    if settings.dev_tokens and settings.app_jwt_secret != INSECURE_DEV_SECRET:
+        # A minted token is as good as a sign-in: with the app's real secret it would let anyone
+        # act as any app user.
+        raise ConfigError("ASSISTANT_DEV_TOKENS needs the dev secret: it is refused while "
+                          "ASSISTANT_APP_JWT_SECRET is a real app secret")
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _safe_origin(origin: str) -> bool:
+    """https, or plain http on this machine's loopback (a single-host install)."""
+    if origin.startswith("https://"):
+        return True
+    host = origin.removeprefix("http://").split("/")[0].rsplit(":", 1)[0]
+    return origin.startswith("http://") and host in LOOPBACK_HOSTS
+
+
+def validate_production(settings: Settings, env: Mapping[str, str]) -> None:
+    """Refuse to start the production profile with anything unsafe, listing every problem.
+
+    Local models are allowed (a self-hosted, offline install is a real install); hosted roles
+    must be keyed and reached over https. Origins and trusted proxies must be stated.
+    """
     problems = []
     if settings.app_jwt_secret in ("", INSECURE_DEV_SECRET) or len(settings.app_jwt_secret) < 32:
-        problems.append("ASSISTANT_APP_JWT_SECRET must be set (at least 32 characters)")
+        problems.append("ASSISTANT_APP_JWT_SECRET must be set to a strong secret "
+                        "(at least 32 characters, not the dev secret)")
+    if settings.dev_tokens:
+        problems.append("ASSISTANT_DEV_TOKENS is never allowed in production")
     for role in settings.roles:
         if role.provider != "api":
-            problems.append(f"model role {role.name} must be provider=api")
-        elif not role.api_key:
-            problems.append("ASSISTANT_API_KEY must be set for hosted roles")
+            continue
+        if not role.api_key:
+            problems.append(f"model role {role.name} is hosted: ASSISTANT_API_KEY must be set")
         if not role.base_url.startswith("https://"):
-            problems.append(f"model role {role.name} must use an https base URL")
-    if not all(o.startswith("https://") for o in settings.allowed_origins):
-        problems.append("ASSISTANT_ALLOWED_ORIGINS must list https origins only")
+            problems.append(f"model role {role.name} is hosted: its base URL must be https")
+    if not env.get("ASSISTANT_ALLOWED_ORIGINS", "").strip():
+        problems.append("ASSISTANT_ALLOWED_ORIGINS must be set (the origins allowed to connect)")
+    elif not all(_safe_origin(o) for o in settings.allowed_origins):
+        problems.append("ASSISTANT_ALLOWED_ORIGINS must be https origins "
+                        "(plain http only on loopback)")
+    if "ASSISTANT_TRUSTED_PROXIES" not in env:
+        problems.append("ASSISTANT_TRUSTED_PROXIES must be stated: the proxies' addresses or "
+                        "CIDR blocks, or 'none'")
     if problems:
         # One message listing every problem, without echoing any secret value.
-        raise ConfigError("deployed profile refused: " + "; ".join(sorted(set(problems))))
+        raise ConfigError("production profile refused: " + "; ".join(sorted(set(problems))))
 
 
 @lru_cache(maxsize=1)

@@ -50,7 +50,10 @@ TEST_ENV = {
     "ASSISTANT_ANSWER_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
+    "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{port(8093)}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
+    # Named, so `run` serves these small docs rather than the BeCoMe corpus found in ../shared.
+    "ASSISTANT_CORPUS_MANIFEST": "corpus_jobs/manifests/default.toml",
     # The suite sends many messages as one user from one address: generous quotas here;
     # tests/test_limits.py and the hardening tests exercise the real ones.
     "ASSISTANT_USER_MESSAGE_LIMIT": "100000/hour",
@@ -71,7 +74,7 @@ from corpus_jobs import stack  # noqa: E402
 from corpus_jobs.build import build_index  # noqa: E402
 from corpus_jobs.manifest import load_manifest  # noqa: E402
 from corpus_jobs.run import Plan, start_processes, start_services  # noqa: E402
-from shared.config import Settings, settings_from_env  # noqa: E402
+from shared.config import INSECURE_DEV_SECRET, Settings, settings_from_env  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,11 @@ def start_stack(services: stack.Supervisor, name: str, web_port: int,
     return Stack(name, f"http://127.0.0.1:{web_port}", env, settings_from_env(env), sup)
 
 
+# The demo page's anonymous visitor gets a token from POST /api/v1/dev/token, which needs the
+# opt-in and the dev secret (shared/config.py); the stacks the panel is tested on set both.
+DEMO_TOKENS = {"ASSISTANT_DEV_TOKENS": "true", "ASSISTANT_APP_JWT_SECRET": INSECURE_DEV_SECRET}
+
+
 def scripted_roles(scripted_llm: str) -> dict[str, str]:
     """Answer and translation roles on the scripted server."""
     return {"ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
@@ -170,7 +178,7 @@ def bench_services() -> Iterator[tuple[stack.Supervisor, str]]:
 @pytest.fixture(scope="session")
 def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
     """Web + worker answering with the real local model (SmolLM2 on llama.cpp)."""
-    s = start_stack(services, "real", WEB_PORT, {})
+    s = start_stack(services, "real", WEB_PORT, dict(DEMO_TOKENS))
     try:
         yield s
     finally:
@@ -182,6 +190,7 @@ def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[St
     """Web + worker whose answer role is the scripted server (exact model output)."""
     s = start_stack(services, "scripted", WEB_PORT + 1, {
         "ASSISTANT_REDIS_URL": redis_url(14),
+        **DEMO_TOKENS,
         **scripted_roles(scripted_llm),
         # The bad-input test fires hundreds of frames at once; strict_stack keeps the cap.
         "ASSISTANT_WS_FRAMES_PER_SECOND": "100000",
@@ -197,6 +206,7 @@ def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stac
     """Sources off and short time limits (keep-alive 1 s, first token 3 s, answer 8 s)."""
     s = start_stack(services, "strict", WEB_PORT + 4, {
         "ASSISTANT_REDIS_URL": redis_url(12),
+        **DEMO_TOKENS,
         **scripted_roles(scripted_llm),
         "ASSISTANT_SHOW_SOURCES": "false",
         "ASSISTANT_PING_INTERVAL_S": "1",

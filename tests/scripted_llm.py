@@ -2,7 +2,10 @@
 
 Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
 (and "keepalive": true to send SSE comments, never a token, while stalling or delaying)
-and read what the server received with GET /_requests. Run: python -m tests.scripted_llm PORT
+and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
+"chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
+`match` with that rule's chunks instead (first rule that fits; else the default chunks).
+Run: python -m tests.scripted_llm PORT
 """
 
 from __future__ import annotations
@@ -25,6 +28,17 @@ class State:
     lock = threading.Lock()
     script: dict[str, Any] = dict(DEFAULT_SCRIPT)
     requests: list[dict[str, Any]] = []
+
+
+def _chunks_for(script: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """The chunks of the first rule matching this request's model and messages."""
+    text = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
+    for rule in script.get("rules") or ():
+        if rule.get("model") not in (None, body.get("model")):
+            continue
+        if str(rule.get("match", "")) in text:
+            return list(rule["chunks"])
+    return list(script["chunks"])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -84,12 +98,16 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": data, "model": "scripted",
                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
             return
+        if self.path.endswith("/v1/completions"):
+            self._completion(body)
+            return
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": "unknown"})
             return
         with State.lock:
             State.requests.append({"headers": dict(self.headers), "body": body})
             script = dict(State.script)
+        script["chunks"] = _chunks_for(script, body)
         if script.get("status"):
             self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
             return
@@ -132,6 +150,24 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(0.3)
         time.sleep(max(0.0, end - time.monotonic()))
+
+    def _completion(self, body: dict[str, Any]) -> None:
+        """A (non-streamed) text completion, cut at the first stop string as servers do."""
+        with State.lock:
+            State.requests.append({"headers": dict(self.headers), "body": body,
+                                   "path": self.path})
+            script = dict(State.script)
+        if script.get("status"):
+            self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        text = "".join(script["chunks"])
+        stops = body.get("stop") or []
+        for stop in [stops] if isinstance(stops, str) else stops:
+            text = text.split(stop)[0]
+        self._json(200, {"id": "x", "object": "text_completion", "model": "scripted",
+                         "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 11, "completion_tokens": 3,
+                                   "total_tokens": 14}})
 
     def _event(self, obj: dict[str, Any]) -> None:
         self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())

@@ -1,4 +1,4 @@
-"""Settings: env parsing, profiles, and the deployed profile's refusals."""
+"""Settings: env parsing, profiles, and the production profile's refusals."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ import pytest
 from shared.config import INSECURE_DEV_SECRET, settings_from_env
 from shared.errors import ConfigError
 
-HOSTED = {
-    "ASSISTANT_PROFILE": "deployed",
+# A self-hosted production install: local models, a strong secret, stated origins and proxies.
+PRODUCTION = {
+    "ASSISTANT_PROFILE": "production",
     "ASSISTANT_APP_JWT_SECRET": "x" * 40,
-    "ASSISTANT_API_KEY": "sk-hosted",
     "ASSISTANT_ALLOWED_ORIGINS": "https://become.example",
+    "ASSISTANT_TRUSTED_PROXIES": "none",
+}
+HOSTED = {
+    **PRODUCTION,
+    "ASSISTANT_API_KEY": "sk-hosted",
     **{f"ASSISTANT_{p}_PROVIDER": "api" for p in ("ANSWER", "LLM", "EMBEDDING")},
     **{f"ASSISTANT_{p}_BASE_URL": "https://api.example/v1" for p in ("ANSWER", "LLM",
                                                                       "EMBEDDING")},
@@ -27,6 +32,7 @@ def test_defaults_are_local_and_offline() -> None:
     assert all(r.provider == "local" for r in s.roles)
     assert all(r.base_url.startswith("http://127.0.0.1:") for r in s.roles)
     assert s.top_k == 3 and s.max_output_tokens == 800
+    assert not s.dev_tokens and not s.production
 
 
 def test_roles_are_configured_independently() -> None:
@@ -47,23 +53,59 @@ def test_hosted_key_goes_only_to_api_roles() -> None:
     assert "sk-1" not in repr(s)
 
 
-def test_deployed_profile_accepts_a_hosted_configuration() -> None:
-    s = settings_from_env(HOSTED)
-    assert s.profile == "deployed"
+@pytest.mark.parametrize("env", [PRODUCTION, HOSTED, {**PRODUCTION, "ASSISTANT_ALLOWED_ORIGINS":
+                                                      "http://127.0.0.1:8000"}])
+def test_production_profile_accepts_local_and_hosted_installs(env: dict[str, str]) -> None:
+    s = settings_from_env(env)
+    assert s.profile == "production" and s.production
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"ASSISTANT_ANSWER_PROVIDER": "local"}, "local role"),
-    ({"ASSISTANT_API_KEY": ""}, "missing hosted key"),
-    ({"ASSISTANT_APP_JWT_SECRET": INSECURE_DEV_SECRET}, "dev secret"),
-    ({"ASSISTANT_APP_JWT_SECRET": "short"}, "weak secret"),
-    ({"ASSISTANT_ALLOWED_ORIGINS": "http://become.example"}, "plain-http origin"),
-    ({"ASSISTANT_EMBEDDING_BASE_URL": "http://api.example/v1"}, "plain-http model URL"),
+def test_deployed_is_the_old_name_of_production() -> None:
+    assert settings_from_env({**PRODUCTION, "ASSISTANT_PROFILE": "deployed"}).production
+
+
+@pytest.mark.parametrize("base, change, reason", [
+    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": INSECURE_DEV_SECRET}, "ASSISTANT_APP_JWT_SECRET"),
+    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": "short"}, "ASSISTANT_APP_JWT_SECRET"),
+    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": ""}, "ASSISTANT_APP_JWT_SECRET"),
+    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": ""}, "ASSISTANT_ALLOWED_ORIGINS must be set"),
+    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": "http://become.example"},
+     "ASSISTANT_ALLOWED_ORIGINS must be https"),
+    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": "http://127.0.0.1.evil.example"},
+     "ASSISTANT_ALLOWED_ORIGINS must be https"),
+    (PRODUCTION, {"ASSISTANT_DEV_TOKENS": "true"}, "ASSISTANT_DEV_TOKENS"),
+    (HOSTED, {"ASSISTANT_API_KEY": ""}, "ASSISTANT_API_KEY must be set"),
+    (HOSTED, {"ASSISTANT_EMBEDDING_BASE_URL": "http://api.example/v1"},
+     "embeddings is hosted: its base URL must be https"),
 ])
-def test_deployed_profile_refuses_unsafe_values(change: dict[str, str], reason: str) -> None:
+def test_production_profile_refuses_unsafe_values(base: dict[str, str], change: dict[str, str],
+                                                  reason: str) -> None:
     with pytest.raises(ConfigError) as err:
-        settings_from_env({**HOSTED, **change})
+        settings_from_env({**base, **change})
+    assert reason in str(err.value)
     assert "sk-hosted" not in str(err.value), "a refusal must not echo a secret"
+    assert "x" * 40 not in str(err.value)
+
+
+@pytest.mark.parametrize("missing", ["ASSISTANT_ALLOWED_ORIGINS", "ASSISTANT_TRUSTED_PROXIES"])
+def test_production_profile_needs_origins_and_proxies_stated(missing: str) -> None:
+    env = {k: v for k, v in PRODUCTION.items() if k != missing}
+    with pytest.raises(ConfigError, match=missing):
+        settings_from_env(env)
+
+
+def test_trusted_proxies_none_means_no_proxies_and_garbage_is_refused() -> None:
+    assert settings_from_env({**PRODUCTION}).trusted_proxies == ""
+    assert settings_from_env({"ASSISTANT_TRUSTED_PROXIES": "10.0.0.0/8, ::1"}).trusted_proxies
+    with pytest.raises(ConfigError, match="ASSISTANT_TRUSTED_PROXIES"):
+        settings_from_env({"ASSISTANT_TRUSTED_PROXIES": "the load balancer"})
+
+
+def test_dev_tokens_need_the_opt_in_and_the_dev_secret() -> None:
+    assert settings_from_env({"ASSISTANT_DEV_TOKENS": "true"}).dev_tokens
+    with pytest.raises(ConfigError, match="ASSISTANT_DEV_TOKENS needs the dev secret"):
+        settings_from_env({"ASSISTANT_DEV_TOKENS": "true",
+                           "ASSISTANT_APP_JWT_SECRET": "a-real-app-secret-" + "y" * 30})
 
 
 @pytest.mark.parametrize("env", [

@@ -228,6 +228,27 @@ def test_invalid_citation_is_struck_and_unconfirmed_number_warned(
 
 
 @pytest.mark.browser
+def test_every_citation_form_is_linked_or_struck(
+        scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
+    # Issue 12: the panel reads the same forms as the server's check, one link per number.
+    set_script(scripted_llm, ["It is [Source 1] and [Zdroj 2], also 【1】 and [1-2], ",
+                              "[doc1], [Источник 1], but not [Source 7]; a triple [0, 1]."])
+    p = panel_factory(scripted_stack)
+    p.ask("How does the search work?")
+    p.wait_done()
+    done = p.last_done()
+    assert done["checks"]["citations"]["invalid"] == [7]
+    answer = p.page.locator(f"{LAST_TURN} .ba-answer")
+    links = answer.locator("a.ba-cite")
+    assert [links.nth(i).get_attribute("data-n") for i in range(links.count())] == \
+        ["1", "2", "1", "1", "2", "1", "1"]
+    struck = answer.locator("s.ba-cite-invalid")
+    assert struck.count() == 1 and "[7]" in struck.inner_text()
+    assert "[0, 1]" in answer.inner_text(), "an interval stays text"
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_sources_off_shows_no_markers_and_no_source_list(
         strict_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
     set_script(scripted_llm, ["The search uses BM25 [1] and ", "embeddings [", "2]."])

@@ -33,6 +33,7 @@ def test_run_starts_everything_and_sigint_leaves_nothing(services: stack.Supervi
         assert proc.poll() is None, out.read_text()
         text = out.read_text()
         assert f"Panel:  http://127.0.0.1:{WEB}/" in text
+        assert "Corpus: the assistant's own documentation" in text.splitlines()[0]
         assert f"Flower: http://127.0.0.1:{FLOWER}/" in text
         children = psutil.Process(proc.pid).children(recursive=True)
         names = " ".join(" ".join(c.cmdline()) for c in children)

@@ -16,6 +16,20 @@ accesslog = "-"
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
 
 
+def on_starting(server: Any) -> None:
+    """Refuse to start with unsafe settings: one plain sentence and exit 1, no traceback."""
+    import sys
+
+    from shared.config import settings_from_env
+    from shared.errors import ConfigError
+
+    try:
+        settings_from_env()
+    except ConfigError as exc:
+        print(f"become-assistant web: {exc}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
 def post_worker_init(worker: Any) -> None:
     """Open the broker connection and the relay's subscription before the first user."""
     from web import relay_for_process

@@ -1,4 +1,4 @@
-"""HTTP API: tickets, health, and (dev/test only) a demo token."""
+"""HTTP API: tickets, health, and (dev/test only, opted in) a demo token."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from flask import Blueprint, Response, jsonify
 
 from shared.auth import mint_access_token, verify_access, verify_access_token
+from shared.config import INSECURE_DEV_SECRET
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
 from web.auth import bearer_token, check_origin, json_body, settings
@@ -61,9 +62,11 @@ def healthz() -> tuple[Response, int]:
 
 @bp.post("/api/v1/dev/token")
 def dev_token() -> tuple[Response, int]:
-    """Mint a demo app token (dev and test profiles only; 404 when deployed)."""
+    """Mint a demo app token: only with ASSISTANT_DEV_TOKENS in dev/test (404 otherwise)."""
     s = settings()
-    if s.profile == "deployed":
+    # Settings already refuse dev_tokens with a real app secret or in production; checking
+    # all three here too keeps the endpoint closed if Settings are ever built another way.
+    if s.production or not s.dev_tokens or s.app_jwt_secret != INSECURE_DEV_SECRET:
         raise NotFound("dev token disabled")
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())
@@ -100,7 +103,7 @@ def dev_login() -> tuple[Response, int]:
     import urllib.request
 
     s = settings()
-    if s.profile == "deployed" or not s.app_api_url:
+    if s.production or not s.app_api_url:
         raise NotFound("demo login disabled")
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())

@@ -233,12 +233,16 @@ class Session:
                 self.sub, self.follower = open_turn(
                     self.redis, self.settings, self.relay, self.user, self._app_token, fields,
                     self.client_addr, sink=self.inbox)
+                # Turn ids are random and carry nothing of the user: operators can follow a turn
+                # across web processes (a resume often lands on another one).
+                log.info("turn %s: asked over WebSocket", self.follower.turn)
             elif kind == "resume":
                 turn, after = parse_resume(frame)
                 self.ensure_idle()
                 self.sub, self.follower = follow_existing(
                     self.redis, self.settings, self.relay, self.user, turn, after,
                     sink=self.inbox)
+                log.info("turn %s: resumed over WebSocket after seq %d", turn, after)
                 self.relay_frames(self.follower.catch_up())
             elif kind == "cancel":
                 self.cancel(frame.get("turn"))

@@ -1,8 +1,9 @@
 // A small Markdown subset rendered on the DOM (B-31): paragraphs, bold, italic, lists, inline
 // code and line breaks. Headings, tables, images, links and block quotes become their text;
 // raw HTML stays text. Only text nodes and the elements p, strong, em, ul, ol, li, code, br
-// are created here; [n] markers become whatever ctx.citation(n) returns. Nothing is ever
-// parsed as HTML (no innerHTML, outerHTML, insertAdjacentHTML or document.write).
+// are created here; each number of a citation ([n], [1-3], [Zdroj 2], 【1】, ...) becomes
+// whatever ctx.citation(n) returns. Nothing is ever parsed as HTML (no innerHTML, outerHTML,
+// insertAdjacentHTML or document.write).
 "use strict";
 
 (function () {
@@ -19,7 +20,90 @@
   const QUOTE = /^\s{0,3}>\s?/;
   const BULLET = /^(\s*)([-*+])\s+(.*)$/;
   const NUMBERED = /^(\s*)(\d{1,9})[.)]\s+(.*)$/;
-  const CITATION = /^\[(\d{1,3})\]/;
+
+  // Citation forms, as the server's check reads them (worker/pipeline/markers.py): [n], lists
+  // and ranges ([1, 2], [1-3], [3–1]), labels in English, Czech and Russian ([Source 1],
+  // [Zdroj 2], [Pasáž 3], [doc1], [Источник 1]), full-width brackets and digits (【1】, ［１］).
+  const CITE_S = "[ \\t\\u00a0\\u202f\\u2009]";
+  const CITE_W = "[\\p{L}\\p{N}_]*";
+  const CITE_LABEL = "(?:sources?|src|passages?|docs?|documents?|refs?|references?|citations?" +
+    "|chunks?|excerpts?|fragments?|contexts?|snippets?" +
+    ["zdroj", "pasáž", "dokument", "úryv", "odkaz", "kontext", "citac", "источник", "фрагмент",
+      "документ", "отрыв", "пассаж", "ссылк", "контекст", "цитат"].map((w) => "|" + w + CITE_W)
+      .join("") + ")";
+  const CITE_PREFIX = "(?:" + CITE_LABEL + "\\.?:?" + CITE_S + "*(?:(?:#|№|č\\.|no\\.|nr\\.)" +
+    CITE_S + "*)?|(?:#|№)" + CITE_S + "*)";
+  const CITE_DIGITS = "[0-9０-９]{1,3}";
+  const CITE_RANGE = "(?:" + CITE_S + "*[-–—‒−~]" + CITE_S + "*|" + CITE_S + "+(?:to|až|до)" +
+    CITE_S + "+)";
+  const CITE_ITEM = "(?:" + CITE_PREFIX + ")?" + CITE_DIGITS + "(?:" + CITE_RANGE + "(?:" +
+    CITE_PREFIX + ")?" + CITE_DIGITS + ")?";
+  const CITE_SEP = "(?:" + CITE_S + "*[,;、，]" + CITE_S + "*(?:(?:and|a|и)" + CITE_S + "+)?|" +
+    CITE_S + "+(?:and|a|и|&)" + CITE_S + "+)";
+  const CITATION = new RegExp("^[\\[［【〔〖]" + CITE_S + "*" + CITE_ITEM + "(?:" + CITE_SEP +
+    CITE_ITEM + ")*" + CITE_S + "*[\\]］】〕〗]", "iu");
+  const CITE_ITEMS = new RegExp("(" + CITE_DIGITS + ")(?:" + CITE_RANGE + "(?:" + CITE_PREFIX +
+    ")?(" + CITE_DIGITS + "))?", "giu");
+  const CITE_LABELLED = new RegExp(CITE_PREFIX, "iu");
+  const CITE_OPEN = "[［【〔〖";
+  const CITE_FULL_WIDTH = "［【〔〖］】〕〗";
+  const CITE_MAX_LENGTH = 64;
+  const CITE_MAX_RANGE = 50;
+
+  function citeNumber(digits) {
+    return Number(digits.replace(/[０-９]/g, (d) => String.fromCharCode(d.charCodeAt(0) - 0xFEE0)));
+  }
+
+  // The citation starting at s[i]: {end, numbers}, or null. ctx.tripleIsCitation(nums) settles
+  // an unlabelled [a, b, c] (a fuzzy triple or three citations); without it a triple is text.
+  function citationAt(s, i, ctx) {
+    if (!CITE_OPEN.includes(s[i])) return null;
+    const m = CITATION.exec(s.slice(i, i + CITE_MAX_LENGTH + 1));
+    if (!m || m[0].length > CITE_MAX_LENGTH) return null;
+    const raw = m[0];
+    const items = [];
+    for (const it of raw.slice(1, -1).matchAll(CITE_ITEMS)) {
+      items.push([citeNumber(it[1]), it[2] === undefined ? null : citeNumber(it[2])]);
+    }
+    const labelled = CITE_FULL_WIDTH.includes(raw[0]) || CITE_LABELLED.test(raw);
+    if (!labelled && (items.length > 1 || items[0][1] !== null)) {
+      if (items.some(([a, b]) => a === 0 || b === 0)) return null;  // [0, 1]: an interval
+      if (raw.includes(";") && /[0-9],[0-9]/.test(raw)) return null;  // [10,5; 15,5; 21,5]
+      const firsts = items.map(([a]) => a);
+      const triple = items.length === 3 && items.every(([, b]) => b === null) &&
+        firsts[0] <= firsts[1] && firsts[1] <= firsts[2];
+      if (triple && !(ctx && ctx.tripleIsCitation && ctx.tripleIsCitation(firsts))) return null;
+    }
+    const numbers = [];
+    for (const [a, b] of items) {
+      let nums = [a];
+      if (b !== null) {
+        const lo = Math.min(a, b);
+        const hi = Math.max(a, b);
+        nums = hi - lo <= CITE_MAX_RANGE ? Array.from({length: hi - lo + 1}, (_, k) => lo + k)
+          : [lo, hi];
+      }
+      for (const n of nums) if (!numbers.includes(n)) numbers.push(n);
+    }
+    return {end: i + raw.length, numbers: numbers};
+  }
+
+  // Text without citations (and the space before each), as earlier answers go into history.
+  function stripCitations(text) {
+    let out = "";
+    let i = 0;
+    while (i < text.length) {
+      const cite = citationAt(text, i, null);
+      if (cite) {
+        out = out.replace(/\s$/, "");
+        i = cite.end;
+        continue;
+      }
+      out += text[i];
+      i++;
+    }
+    return out;
+  }
 
   function el(tag) {
     return document.createElement(tag);
@@ -170,14 +254,16 @@
           continue;
         }
       }
-      if (c === "[") {
-        const cite = CITATION.exec(s.slice(i, i + 6));
-        if (cite && s[i + cite[0].length] !== "(") {
-          flush();
-          parent.appendChild(ctx.citation(Number(cite[1])));
-          i += cite[0].length;
+      if (CITE_OPEN.includes(c)) {
+        const cite = citationAt(s, i, ctx);
+        if (cite && s[cite.end] !== "(") {
+          flush();  // each number its own link: [1-3] becomes [1][2][3]
+          for (const n of cite.numbers) parent.appendChild(ctx.citation(n));
+          i = cite.end;
           continue;
         }
+      }
+      if (c === "[") {
         const link = matchLink(s, i);
         if (link) {  // a link becomes its text
           flush();
@@ -369,5 +455,6 @@
     return frag;
   }
 
-  window.BecomeAssistantRender = {render: render, parseBlocks: parseBlocks};
+  window.BecomeAssistantRender = {render: render, parseBlocks: parseBlocks,
+    stripCitations: stripCitations};
 })();

@@ -12,7 +12,6 @@
   const LANG_NAMES = {en: "English", cs: "Čeština"};
   const HISTORY_MESSAGES = 20;
   const HISTORY_CHARS = 6000;
-  const MARKER = /\s?\[\d+\]/g;
   const BACKOFF_MS = [500, 1000, 2000, 4000, 4000];  // five tries, then give up
   const CANCELLED = 499;
   const CZECH_LETTERS = /[ěščřžýáíéůúťďňĚŠČŘŽÝÁÍÉŮÚŤĎŇ]/;
@@ -352,6 +351,14 @@
       return n < 1 ? "invalid" : "valid";
     }
 
+    // An unlabelled [a, b, c]: three citations when the server's check read them so (or, before
+    // the answer is done, when all are passage numbers), else a fuzzy triple left as text.
+    tripleIsCitation(nums) {
+      const checked = this.done && this.done.checks && this.done.checks.citations;
+      if (checked && Array.isArray(checked.cited)) return nums.every((n) => checked.cited.includes(n));
+      return this.passages !== null && nums.every((n) => n >= 1 && n <= this.passages);
+    }
+
     citation(n) {
       const state = this.citationState(n);
       const label = "[" + n + "]";
@@ -370,7 +377,8 @@
     }
 
     renderAnswer() {
-      const frag = Render.render(this.text, {citation: (n) => this.citation(n)});
+      const frag = Render.render(this.text, {citation: (n) => this.citation(n),
+        tripleIsCitation: (nums) => this.tripleIsCitation(nums)});
       this.answerEl.replaceChildren(frag);
       this.panel.renders++;
     }
@@ -840,7 +848,7 @@
     historyForAsk() {
       const messages = this.history.slice(-HISTORY_MESSAGES).map((m) => ({
         role: m.role,
-        content: m.role === "assistant" ? m.content.replace(MARKER, "") : m.content,
+        content: m.role === "assistant" ? Render.stripCitations(m.content) : m.content,
       }));
       let total = messages.reduce((sum, m) => sum + m.content.length, 0);
       while (messages.length && total > HISTORY_CHARS) total -= messages.shift().content.length;

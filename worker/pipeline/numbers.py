@@ -4,15 +4,31 @@ A number in the answer is grounded when it appears in the grounding texts (passa
 data, the user's own messages) or is one of the pinned constants, either exactly or as that
 value rounded or truncated to the decimals the answer wrote (data 14.19 grounds 14.2, 14.1
 and 14; data 2.2 grounds 2.20). A percentage also matches its fraction ("20 %" ~ 0.20).
+Values are exact decimals (decimal.Decimal), never floats with a tolerance: 1234567890 does
+not ground 1234567891.
+
+What a comma between digits means (a number may have several readings; it is grounded when
+any reading is, so the checker flags only what no reading the data supports explains):
+
+| written | English answer | Czech answer | language unknown |
+|---|---|---|---|
+| 1,234 (three digits after) | 1234, or 1 and 234 side by side | 1.234, 1234, or 1 and 234 | 1234, 1.234, or 1 and 234 |
+| 14,19 / 7,1 (other than three) | 14.19 (a decimal comma) | 14.19 | 14.19 |
+| 1,234,567 / 12,345.67 | thousands | thousands | thousands |
+| 6,8,11 (not thousands) | a list of three | a list of three | a list of three |
+| 1 234 / 1 234,5 (space, no-break, narrow, thin) | 1234 (or 1 and 234 where each part can stand alone) | same | same |
+
+A dot before exactly three digits ("10.000") is a decimal first and Czech dot thousands
+second, in every language. The answer's language comes from shared.language.detect_language.
+In the grounding every reading counts ("-20 123.48" gives -20123.48, -20 and 123.48).
 
 What counts as a number in the answer:
 * digits with a decimal point or a decimal comma ("14.19", "14,19", ".5");
 * thousands separators: "1,000,000", "1.000.000", "1 000" (normal, no-break, narrow or thin
   space; the first group 1-3 digits and every later group exactly 3 digits);
-* one separator before exactly three digits is ambiguous: "1,000" reads first as 1000 (English
-  thousands), "10.000" first as 10.0 (decimal point; Czech 10 000 only when unambiguous, as in
-  "10.000.000" or "10.000,5"). The other reading still counts as grounded if the grounding
-  has it, since a check must not decide which language the writer meant;
+* one separator before exactly three digits is ambiguous: "1,000" reads as the table above
+  says, "10.000" first as 10.0 (decimal point; Czech 10 000 only when unambiguous, as in
+  "10.000.000" or "10.000,5"), the other reading still counting as grounded;
 * digits joined by commas into three or more groups that are not thousands ("6,8,11") are a
   list of separate numbers; two groups ("6,8") are a decimal comma;
 * percentages ("20%", "20 %", "20 percent", "20 procent"); a range end before a percentage is a
@@ -29,8 +45,14 @@ digits (a year is a date; the cost is that "2000 experts" goes unchecked, so wri
 list numbering at a line start ("1. ", "2) ", "### 3. "); ordinals ("3rd", Czech "3. expert");
 version strings ("v1.2.3", "1.2.3", "Python 3.11"; a bare "3.11" is a number); section
 references ("section 6", "§ 3"); names glued to a letter ("COVID-19", "BM25", "E_1", "#3");
-standards ("ISO 8601", "RFC 7519"); file names and URLs; citation markers [n]. A fuzzy triple
-"[6, 8, 11]" is not a citation: its numbers are checked.
+standards ("ISO 8601", "RFC 7519"); file names and URLs; bold list numbers ("**1.** Compute");
+model names ("Qwen3.5-9B", "GPT-4": a number after a hyphen is a name when the word before
+the hyphen has a capital or a digit, while after a lowercase word, "error-15.3", it is the
+number 15.3; the cost is that a lowercase "utf-8" is checked, and grounded only when the
+grounding writes it too); Czech ordinals before a lowercase word after any space, tab or U+202F
+("3.\texpert"); citations in every form markers.read_citations reads ("[1]", "[1-3]",
+"[Zdroj 2]", "【1】", ...), blanked in place so that "5[1]000" is 5 and 000, never 5000. A
+fuzzy triple "[6, 8, 11]" that the data supports is not a citation: its numbers are checked.
 
 Pinned constants: 2 and 3 (the formulas' divisors), 20 and 40 (the agreement thresholds, in
 percent) and 100 (percent of the whole, the 0-100 scale).
@@ -45,16 +67,17 @@ Grounding is read generously: every digit run, every date part, list and version
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
-PINNED: frozenset[float] = frozenset({2.0, 3.0, 20.0, 40.0, 100.0})
-TOLERANCE = 1e-9
+from shared.language import detect_language
+from worker.pipeline.markers import read_citations
 
-Reading = tuple[float, int]  # a value and the number of decimals it was written with
+PINNED: frozenset[Decimal] = frozenset(Decimal(v) for v in (2, 3, 20, 40, 100))
+
+Reading = tuple[Decimal, int]  # a value and the number of decimals it was written with
 
 
 @dataclass(frozen=True)
@@ -62,7 +85,7 @@ class NumberMention:
     """One number in the answer and whether the grounding confirms it."""
 
     text: str
-    value: float
+    value: Decimal
     start: int
     grounded: bool
 
@@ -93,9 +116,12 @@ class _Token:
     percent: bool = False
     word: bool = False
     plain: bool = False  # unsigned ASCII digits only, as years and ordinals are written
+    # Another reading: several numbers side by side ("1,234" as 1 and 234, "20 123.48" as 20
+    # and 123.48); grounded when each of them is.
+    parts: tuple[_Token, ...] = ()
 
     @property
-    def value(self) -> float:
+    def value(self) -> Decimal:
         return self.readings[0][0]
 
     @property
@@ -109,45 +135,69 @@ _SPACE = "[ \u00a0\u202f\u2009]"
 # A run of digits with the separators inside it; a space joins only a following 3-digit group.
 _BLOB = re.compile(rf"(?:(?<![\w.,])\.)?[0-9](?:[0-9]|[.,](?=[0-9])|{_SPACE}(?=[0-9]{{3}}(?![0-9])))*")
 _SPACE_GROUPED = re.compile(rf"[1-9][0-9]{{0,2}}(?:{_SPACE}[0-9]{{3}})+(?:[.,][0-9]+)?")
-_GROUPED_EN = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
-_GROUPED_CS = re.compile(r"[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?")
+_GROUPED_EN = re.compile(r"[1-9][0-9]{0,2}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+_GROUPED_CS = re.compile(r"[1-9][0-9]{0,2}(?:\.[0-9]{3})+(?:,[0-9]+)?")
 _PERCENT = re.compile(rf"{_SPACE}?(?:%|per\s?cent\w*|procent\w*)", re.I)
 _MINUS = "-\u2212"
 _SIGN_AFTER = "([{=:;,/<>≈~|*"  # a minus after these (or a space) is a sign, not a range dash
 _RANGE_JOIN = re.compile(r"\s*[-–—]\s*|\s+(?:to|až)\s+", re.I)
 
-_Raw = tuple[int, str, tuple[Reading, ...]]  # offset in the blob, text, readings
+@dataclass(frozen=True)
+class _Raw:
+    offset: int  # in the blob
+    text: str
+    readings: tuple[Reading, ...]
+    parts: tuple[_Raw, ...] = ()  # the side-by-side reading, if the text has one
 
 
 def _reading(digits: str, mark: str) -> Reading:
     int_part, _, frac = digits.partition(mark)
-    return float(f"{int_part or '0'}.{frac or '0'}"), len(frac)
+    return Decimal(f"{int_part or '0'}.{frac}" if frac else int_part or "0"), len(frac)
 
 
-def _one_mark(s: str) -> tuple[Reading, ...]:
+def _standalone(piece: str) -> bool:
+    """Whether a piece could be written alone: no leading zero unless it is 0 or 0.x."""
+    return not (len(piece) > 1 and piece[0] == "0" and piece[1].isdigit())
+
+
+def _side_by_side(s: str, sep: str) -> tuple[_Raw, ...]:
+    """s split at sep into numbers written side by side, or () when a piece cannot stand alone."""
+    pieces = [(m.start(), m.group()) for m in re.finditer(f"[^{sep}]+", s)]
+    if len(pieces) < 2 or not all(_standalone(p) for _, p in pieces):
+        return ()
+    out: list[_Raw] = []
+    for start, piece in pieces:
+        out += [replace(r, offset=start + r.offset) for r in _parse_plain(piece)]
+    return tuple(out)
+
+
+def _one_mark(s: str) -> _Raw:
     # One separator: a decimal mark, unless three digits follow it (then also a thousands one).
+    # Only before three digits may a comma also stand between two numbers ("1,234" beside data
+    # holding 1 and 234); "7,1" is a Czech decimal and nothing else.
     mark = "," if "," in s else "."
     int_part, _, frac = s.partition(mark)
     decimal = _reading(s, mark)
+    parts = _side_by_side(s, ",") if mark == "," and len(frac) == 3 else ()
     if len(frac) != 3 or not re.fullmatch(r"[1-9][0-9]{0,2}", int_part):
-        return (decimal,)
-    grouped = (float(int_part + frac), 0)
-    return (grouped, decimal) if mark == "," else (decimal, grouped)
+        return _Raw(0, s, (decimal,), parts)
+    grouped = (Decimal(int_part + frac), 0)
+    return _Raw(0, s, (grouped, decimal) if mark == "," else (decimal, grouped), parts)
 
 
 def _parse_plain(s: str) -> list[_Raw]:
     if s.isdigit():
-        return [(0, s, ((float(s), 0),))]
+        return [_Raw(0, s, ((Decimal(s), 0),))]
     if s.count(",") + s.count(".") == 1:
-        return [(0, s, _one_mark(s))]
+        return [_one_mark(s)]
     if _GROUPED_EN.fullmatch(s):
-        return [(0, s, (_reading(s.replace(",", ""), "."),))]
+        return [_Raw(0, s, (_reading(s.replace(",", ""), "."),), _side_by_side(s, ","))]
     if _GROUPED_CS.fullmatch(s):
-        return [(0, s, (_reading(s.replace(".", ""), ","),))]
-    if "," in s:  # "6,8,11" or "5.5,8.5,13": a list written without spaces
+        return [_Raw(0, s, (_reading(s.replace(".", ""), ","),))]
+    if "," in s:  # "6,8,11" or "5.5,8.5,13" or "[0.585,91)": a list written without spaces
         out: list[_Raw] = []
         for piece in re.finditer(r"[^,]+", s):
-            out += [(piece.start() + o, t, r) for o, t, r in _parse_plain(piece.group())]
+            out += [replace(r, offset=piece.start() + r.offset) for r in _parse_plain(piece.group())]
         return out
     return []  # "1.2.3": a version, section or date, not a quantity
 
@@ -155,10 +205,12 @@ def _parse_plain(s: str) -> list[_Raw]:
 def _parse_blob(blob: str) -> list[_Raw]:
     if _SPACE_GROUPED.fullmatch(blob):
         digits = re.sub(_SPACE, "", blob)
-        return [(0, blob, (_reading(digits, "," if "," in digits else "."),))]
+        # "20 123.48" is 20123.48 or, side by side, 20 and 123.48 (as in "-20 123.48").
+        return [_Raw(0, blob, (_reading(digits, "," if "," in digits else "."),),
+                     _side_by_side(blob, _SPACE[1:-1]))]
     out: list[_Raw] = []
     for piece in re.finditer(rf"[^{_SPACE[1:-1]}]+", blob):  # spaces that do not group split
-        out += [(piece.start() + o, t, r) for o, t, r in _parse_plain(piece.group())]
+        out += [replace(r, offset=piece.start() + r.offset) for r in _parse_plain(piece.group())]
     return out
 
 
@@ -169,23 +221,29 @@ def _has_sign(text: str, start: int) -> bool:
 
 
 def _finish(text: str, start: int, end: int, readings: tuple[Reading, ...], *,
-            word: bool = False) -> _Token:
-    """Attach a leading minus and a trailing percent suffix to the digits at start:end."""
+            word: bool = False, parts: tuple[_Token, ...] = ()) -> _Token:
+    """Attach a leading minus and a trailing percent suffix to the digits at start:end.
+
+    Parts were finished on their own: the first takes the same sign, the last the same suffix.
+    """
     plain = not word and text[start:end].isdigit()
     if not word and _has_sign(text, start):
         start, plain = start - 1, False
         readings = tuple((-v, d) for v, d in readings)
     pct = _PERCENT.match(text, end)
     stop = pct.end() if pct else end
-    return _Token(text[start:stop], start, end, readings, bool(pct), word, plain)
+    return _Token(text[start:stop], start, end, readings, bool(pct), word, plain, parts)
+
+
+def _token(text: str, start: int, raw: _Raw) -> _Token:
+    parts = tuple(_token(text, start + p.offset, p) for p in raw.parts)
+    return _finish(text, start, start + len(raw.text), raw.readings, parts=parts)
 
 
 def _digit_tokens(text: str) -> Iterator[_Token]:
     for m in _BLOB.finditer(text):
-        for offset, raw, readings in _parse_blob(m.group()):
-            start = m.start() + offset
-            yield _finish(text, start, start + len(raw), readings)
-
+        for raw in _parse_blob(m.group()):
+            yield _token(text, m.start() + raw.offset, raw)
 
 # --- words ----------------------------------------------------------------------------------
 
@@ -239,7 +297,7 @@ def _word_tokens(text: str) -> Iterator[_Token]:
     for pattern, tens, units, small in ((_EN_WORD, _EN_TENS, _EN_UNITS, _EN_SMALL),
                                         (_CS_WORD, _CS_TENS, _CS_UNITS, _CS_SMALL)):
         for m in pattern.finditer(text):
-            value = float(_word_value(m, tens, units, small))
+            value = Decimal(_word_value(m, tens, units, small))
             yield _finish(text, m.start(), m.end(), ((value, 0),), word=True)
 
 
@@ -276,17 +334,23 @@ _NOT_NUMBERS = [re.compile(p) for p in (
     rf"\b[0-9]{{1,2}}\.\s*{_CS_MONTHS}(?:\s+{_YEAR})?",  # 1. května 2024
     rf"\b{_CS_MONTHS}\s+{_YEAR}\b",  # květen 2024
     r"(?<![0-9])[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?![0-9])",  # 14:30
-    r"\[[0-9]{1,3}\]",  # citation marker, as checks.CITATION reads it
     r"(?:https?://|www\.)\S+",
     r"[\w./-]*\w\.(?:md|txt|py|json|csv|tsx?|jsx?|html?|ya?ml|toml|pdf|docx?)\b",
     r"\b(?:ISO(?:/IEC)?|RFC|ČSN)\s*[0-9]+(?:[-:.][0-9]+)*",
     r"(?i:\b(?:python|versions?|verze|verzi|verzí|release|vydání|postgresql|postgres|django"
     r"|flask|celery|redis|node(?:\.js)?|pgvector|pytest|ruff|mypy)\s+v?[0-9]+(?:\.[0-9]+)*)",
     r"(?i:\b(?:sections?|sekce|sekci|kapitol[aeyu]?|chapter|oddíl\w*)|§)\s*[0-9]+(?:\.[0-9]+)*",
-    r"(?m)^[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+)?\(?[0-9]{1,3}[.)](?=[ \t]|$)",  # list numbering
+    # list numbering, also bold or italic ("**1.** Compute")
+    r"(?m)^[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+)?(?:\*\*|__|\*|_)?\(?[0-9]{1,3}[.)]"
+    r"(?:\*\*|__|\*|_)?(?=[ \t]|$)",
 )]
 _ORDINAL_SUFFIX = re.compile(r"(?:st|nd|rd|th)\b", re.I)
-_CS_ORDINAL = re.compile(r"\.[ \u00a0]+(\w)")
+# Czech "3. expert": after the dot any space a writer or an editor puts there (tab, no-break,
+# narrow no-break, thin).
+_CS_ORDINAL = re.compile("\\.[ \t\u00a0\u202f\u2009]+(\\w)")
+# The word before a hyphen: all lowercase letters is a word ("error-15.3": a number follows);
+# a capital or a digit makes a name (COVID-19, GPT-4, Qwen3.5-9B).
+_WORD_BEFORE_HYPHEN = re.compile(r"[\w.]+$")
 _CZECH_LETTERS = re.compile("[áéíóúýěščřžůťďňÁÉÍÓÚÝĚŠČŘŽŮŤĎŇ]")
 
 
@@ -301,6 +365,22 @@ def _is_ordinal(text: str, tok: _Token) -> bool:
     return tok.plain and m is not None and m.group(1).islower()
 
 
+def _is_name(text: str, tok: _Token) -> bool:
+    """Digits that belong to a name or label rather than being a quantity."""
+    before = text[tok.start - 1] if tok.start else " "
+    if before.isalpha() or before in "_#":
+        return True  # BM25, v1.2, E_1, #3: part of a name
+    if before == "-" and tok.start > 1:
+        word = _WORD_BEFORE_HYPHEN.search(text, 0, tok.start - 1)
+        if word and any(c.isalpha() for c in word.group()):
+            # "error-15.3" is a number after a hyphenated word; COVID-19, GPT-4 and
+            # Qwen3.5-9B are names. A lowercase name ("utf-8") is checked too: the cost is
+            # small, as the grounding's own "utf-8" grounds its 8.
+            w = word.group()
+            return not (w.isalpha() and w.islower())
+    return False
+
+
 def _counts(text: str, tok: _Token, masks: list[tuple[int, int]]) -> bool:
     """Whether an answer token is a quantity to check rather than a date, name or label."""
     if any(s < tok.end and tok.start < e for s, e in masks):
@@ -309,18 +389,23 @@ def _counts(text: str, tok: _Token, masks: list[tuple[int, int]]) -> bool:
         if tok.text[:3].lower() == "ten" and _CZECH_LETTERS.search(text):
             return False  # Czech "ten" means "that", not 10
         return tok.value != 1  # "one", "jeden", "jedna" are mostly pronouns and articles
-    before = text[tok.start - 1] if tok.start else " "
-    if before.isalpha() or before in "_#":
-        return False  # BM25, v1.2, E_1, #3: part of a name
-    if before == "-" and tok.start > 1 and text[tok.start - 2].isalpha():
-        return False  # COVID-19, GPT-4, UTF-8
-    if _is_ordinal(text, tok):
+    if _is_name(text, tok) or _is_ordinal(text, tok):
         return False
     is_year = tok.plain and len(tok.text) == 4 and 1900 <= tok.value <= 2099
     return not is_year
 
 
-def _answer_tokens(text: str) -> list[_Token]:
+def _without_citations(text: str, passages: int | None,
+                       grounded: Callable[[int], bool] | None) -> str:
+    """Every citation blanked in place: offsets stay, and "5[1]000" never becomes 5000."""
+    for c in read_citations(text, passages, grounded):
+        text = text[:c.start] + "\x00" * (c.end - c.start) + text[c.end:]
+    return text
+
+
+def _answer_tokens(text: str, passages: int | None = None,
+                   grounded: Callable[[int], bool] | None = None) -> list[_Token]:
+    text = _without_citations(text, passages, grounded)
     masks = _masks(text)
     return [t for t in _scan(text) if _counts(text, t, masks)]
 
@@ -336,33 +421,45 @@ def _names_experts(text: str, tok: _Token) -> bool:
     return not tok.percent and _EXPERT_NOUN.match(text, tok.stop) is not None
 
 
-def _fraction(value: float) -> float:
-    # Decimal arithmetic keeps 14.2 % as 0.142, not 0.14199999999999999.
-    return float(Decimal(repr(value)) / 100)
+def _fraction(value: Decimal) -> Decimal:
+    return value / 100  # exact: 14.2 % is 0.142
 
 
-def grounding_values(texts: Iterable[str]) -> frozenset[float]:
-    """Numbers found in grounding texts (passages, project data, user messages), read generously."""
-    values: set[float] = set()
+def _token_values(tok: _Token) -> set[Decimal]:
+    values: set[Decimal] = set()
+    for v, _ in tok.readings:
+        values |= {v, abs(v)} | ({_fraction(v)} if tok.percent else set())
+    for part in tok.parts:
+        values |= _token_values(part)
+    return values
+
+
+def grounding_values(texts: Iterable[str]) -> frozenset[Decimal]:
+    """Numbers found in grounding texts (passages, project data, user messages), read generously.
+
+    Every reading of every number counts: "1,234" gives 1234, 1.234, 1 and 234; "-20 123.48"
+    gives -20123.48, -20 and 123.48; and every part of a chain of one separator (1.2.3,
+    2024.05.01, 6,8,11). A chain of mixed separators ("[0.585,91)") is read by the scanner only.
+    """
+    values: set[Decimal] = set()
     for text in texts:
         for tok in _scan(text):
-            for v, _ in tok.readings:
-                values |= {v, abs(v)} | ({_fraction(v)} if tok.percent else set())
+            values |= _token_values(tok)
         for m in re.finditer(r"[0-9]+(?:[.,][0-9]+)*", text):
             parts = re.split("[.,]", m.group())
             if len(parts) == 2:  # 14.19 or 14,19 is one number: 19 alone is not grounded
-                values.add(float(".".join(parts)))
-            else:  # a lone integer, or each part of 1.2.3, 2024.05.01, 6,8,11
-                values |= {float(p) for p in parts}
+                values.add(Decimal(".".join(parts)))
+            elif len(set(re.findall("[.,]", m.group()))) <= 1:
+                values |= {Decimal(p) for p in parts}  # a lone integer, or a one-mark chain
     return frozenset(values)
 
 
-def _expert_counts(texts: Iterable[str]) -> frozenset[float]:
+def _expert_counts(texts: Iterable[str]) -> frozenset[Decimal]:
     """How many experts the grounding says there are ("22 experts", "M = 22")."""
-    counts: set[float] = set()
+    counts: set[Decimal] = set()
     for text in texts:
         counts |= {t.value for t in _scan(text) if _names_experts(text, t)}
-        counts |= {float(m.group(1)) for m in _EXPERT_COUNT.finditer(text)}
+        counts |= {Decimal(m.group(1)) for m in _EXPERT_COUNT.finditer(text)}
     return frozenset(counts)
 
 
@@ -371,21 +468,20 @@ def _expert_counts(texts: Iterable[str]) -> frozenset[float]:
 _ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)  # ROUND_DOWN truncates
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+def _grounds(g: Decimal, value: Decimal, decimals: int) -> bool:
+    """Whether grounding value g, rounded or truncated to the answer's decimals, gives value.
 
-
-def _grounds(g: float, value: float, decimals: int) -> bool:
-    """Whether grounding value g, rounded or truncated to the answer's decimals, gives value."""
-    if _close(value, g):
+    Exact decimal arithmetic, no tolerance: 1234567890 never grounds 1234567891.
+    """
+    if g == value:
         return True
-    if abs(value - g) >= 1 + TOLERANCE:
+    if abs(value - g) >= 1:
         return False  # rounding to whole units or finer never moves a value by a whole unit
-    exact = Decimal(repr(g))
-    if int(exact.as_tuple().exponent) >= -decimals:
+    exponent = g.as_tuple().exponent
+    if not isinstance(exponent, int) or exponent >= -decimals:
         return False  # g is no more precise than the answer: only equality counts
     step = Decimal(1).scaleb(-decimals)
-    return any(_close(value, float(exact.quantize(step, rounding=r))) for r in _ROUNDINGS)
+    return any(g.quantize(step, rounding=r) == value for r in _ROUNDINGS)
 
 
 def _readings(tok: _Token) -> tuple[Reading, ...]:
@@ -395,23 +491,52 @@ def _readings(tok: _Token) -> tuple[Reading, ...]:
     return tok.readings + tuple((_fraction(v), d + 2) for v, d in tok.readings)
 
 
-def _is_grounded(tok: _Token, values: Iterable[float]) -> bool:
-    return any(_grounds(g, v, d) for v, d in _readings(tok) for g in values)
+_COMMA_THREE = re.compile("[-\u2212]?[1-9][0-9]{0,2},[0-9]{3}")
 
 
-def extract_numbers(text: str) -> list[tuple[str, float, int]]:
+def _in_language(tok: _Token, lang: str) -> _Token:
+    """The readings of "1,234" the answer's language allows (see the module docstring).
+
+    English: thousands (1234), never the decimal 1.234. Czech: the decimal first, thousands
+    still accepted (a model's English habits leak into Czech). Unknown: both, thousands first.
+    """
+    if lang not in ("en", "cs") or not _COMMA_THREE.fullmatch(tok.text[:tok.end - tok.start]):
+        return tok
+    whole = tuple(r for r in tok.readings if r[1] == 0)
+    frac = tuple(r for r in tok.readings if r[1] != 0)
+    return replace(tok, readings=whole if lang == "en" else frac + whole)
+
+
+def _is_grounded(tok: _Token, values: frozenset[Decimal]) -> bool:
+    """Some reading is grounded, or every number of the side-by-side reading is."""
+    for v, d in _readings(tok):
+        if v in values or any(_grounds(g, v, d) for g in values):
+            return True
+    return bool(tok.parts) and all(_is_grounded(p, values) for p in tok.parts)
+
+
+def extract_numbers(text: str) -> list[tuple[str, Decimal, int]]:
     """The numbers of an answer that count, as (as written, value, start offset)."""
     return [(t.text, t.value, t.start) for t in _answer_tokens(text)]
 
 
 def check_numbers(answer: str, grounding: Iterable[str],
-                  pinned: Iterable[float] = PINNED) -> NumberCheck:
-    """Check every number of the answer against the grounding texts and the pinned constants."""
+                  pinned: Iterable[Decimal | int | str] = PINNED,
+                  passages: int | None = None, lang: str | None = None) -> NumberCheck:
+    """Check every number of the answer against the grounding texts and the pinned constants.
+
+    passages (how many the model was given) settles whether "[6, 8, 11]" is three citations
+    or a fuzzy triple, exactly as the citation check reads it; lang ("en", "cs", "unknown";
+    detected from the answer when None) decides what a comma before three digits means.
+    """
+    lang = lang or detect_language(answer)
     texts = list(grounding)
-    values = grounding_values(texts) | frozenset(pinned)
+    found = grounding_values(texts)
+    values = found | frozenset(Decimal(str(p)) for p in pinned)
     experts = _expert_counts(texts)
     mentions = []
-    for tok in _answer_tokens(answer):
+    for tok in _answer_tokens(answer, passages, lambda n: Decimal(n) in found):
+        tok = _in_language(tok, lang)
         # A count of experts must match a count the grounding names, when it names any.
         pool = experts if experts and _names_experts(answer, tok) else values
         mentions.append(NumberMention(tok.text, tok.value, tok.start, _is_grounded(tok, pool)))

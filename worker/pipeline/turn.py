@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.errors import AssistantError, TimedOut
+from shared.errors import AssistantError, ModelError, TimedOut
 from shared.language import detect_language
 from shared.traces import Trace
 from worker.emit import TurnEmitter
@@ -23,7 +23,12 @@ from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.retrieve import retrieve
-from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
+from worker.pipeline.rewrite import (
+    looks_like_followup,
+    rewrite_followup,
+    translate_fewshot,
+    translate_for_search,
+)
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
@@ -86,9 +91,17 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("translate"):
             search = translate_for_search(s.translation, query)
             trace.models["translation"] = s.translation.model
+    elif s.fewshot_translates and lang == "cs":
+        with emit.step("translate") as d:
+            try:
+                search = translate_fewshot(s.translator, query)
+                trace.models["translation"] = s.translator.model
+            except ModelError:
+                # The translation only helps the search: without it, search the original.
+                d["fallback"] = "original"
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
-        retrieval = retrieve(conn, s, search, original=query)
+        retrieval = retrieve(conn, s, search, original=query, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
@@ -204,14 +217,16 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectData | None, show_sources: bool) -> dict[str, Any]:
     """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
-    citations = check_citations(answer, len(retrieval.passages))
     # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
     # would let any number "confirm" itself, and the client writes the whole history.
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
         m.content for m in trim_history(req.history) if m.role == "user"]
     if project is not None:
         grounding += list(project.grounding)
-    numbers = check_numbers(strip_markers(answer), grounding)
+    count = len(retrieval.passages)
+    citations = check_citations(answer, count, grounding)
+    # The number check reads citations in place: stripping them first would join "5[1]000".
+    numbers = check_numbers(answer, grounding, passages=count)
     return {
         # With sources off the markers never reach the user, so the flag reads valid (B-30);
         # the trace keeps the real verdict under `recorded`.
