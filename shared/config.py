@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from limits import RateLimitItem, parse_many
 
@@ -104,6 +105,17 @@ class Settings:
     ws_max_frame_bytes: int = 256 * 1024
     ws_frames_per_second: int = 20
     ws_idle_s: float = 300.0
+    ws_inbox_frames: int = 16  # client frames a socket holds unprocessed; more closes it
+    # /healthz: callers (addresses or CIDR blocks) who get the detail; others get up/down,
+    # rate-limited. Every caller shares one result, checked at most every health_cache_s.
+    health_trusted: str = "127.0.0.1/32,::1/128"
+    health_request_limit: str = "30/minute"
+    health_cache_s: float = 5.0
+    # Messages from one client address (an IPv6 /64 counts as one), across all its users.
+    client_message_limit: str = "120/hour"
+    max_streams_per_user: int = 4  # concurrent GET /turns/<turn>/events streams of a user
+    # How long the app's "yes" to GET /users/me for a token is reused (project turns).
+    app_token_check_cache_s: float = 30.0
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -186,7 +198,8 @@ def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | N
         provider=(provider or base_default.provider).strip().lower(),
         model=model or base_default.model,
         base_url=(base or base_default.base_url).rstrip("/"),
-        api_key=api_key,
+        # A role's own key (ASSISTANT_<ROLE>_API_KEY) first; see _check_shared_key.
+        api_key=env.get(f"ASSISTANT_{prefix}_API_KEY", "") or api_key,
     )
     if role.provider not in PROVIDERS:
         raise ConfigError(f"ASSISTANT_{prefix}_PROVIDER must be one of {PROVIDERS}")
@@ -292,6 +305,14 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         ws_max_frame_bytes=int(num("WS_MAX_FRAME_BYTES", d.ws_max_frame_bytes)),
         ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
         ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
+        ws_inbox_frames=int(num("WS_INBOX_FRAMES", d.ws_inbox_frames)),
+        health_trusted=env.get("ASSISTANT_HEALTH_TRUSTED", d.health_trusted),
+        health_request_limit=env.get("ASSISTANT_HEALTH_REQUEST_LIMIT", d.health_request_limit),
+        health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
+        client_message_limit=env.get("ASSISTANT_CLIENT_MESSAGE_LIMIT", d.client_message_limit),
+        max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
+        app_token_check_cache_s=float(num("APP_TOKEN_CHECK_CACHE_S", d.app_token_check_cache_s,
+                                          float)),
         trusted_proxies=_proxies(env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies)),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),
@@ -303,9 +324,31 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         slot_lease_s=float(num("SLOT_LEASE_S", d.slot_lease_s, float)),
     )
     validate(settings)
+    _check_shared_key(env, settings)
     if settings.production:
         validate_production(settings, env)
     return settings
+
+
+_ROLE_KEY_PREFIX = {"answer": "ANSWER", "translation": "LLM", "embeddings": "EMBEDDING",
+                    "captions": "CAPTION", "judge": "JUDGE"}
+
+
+def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
+    """ASSISTANT_API_KEY is one provider's key: the hosted roles without a key of their own
+    must all be on one host, or one provider would receive another's key."""
+    if not env.get("ASSISTANT_API_KEY"):
+        return
+    sharing = [r for r in (settings.answer, settings.translation, settings.embeddings,
+                           settings.captions, settings.judge)
+               if r is not None and r.provider == "api"
+               and not env.get(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY")]
+    hosts = [urlsplit(r.base_url).hostname for r in sharing]
+    others = [r for r, h in zip(sharing, hosts, strict=True) if h != hosts[0]]
+    if others:
+        names = ", ".join(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY" for r in others)
+        raise ConfigError(f"ASSISTANT_API_KEY would be sent to more than one host; set {names} "
+                          "for the roles on another host than the first hosted role")
 
 
 def validate(settings: Settings) -> None:

@@ -1,6 +1,7 @@
 """A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
 
 Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
+(and "keepalive": true to send SSE comments, never a token, while stalling or delaying)
 and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
 "chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
 `match` with that rule's chunks instead (first rule that fits; else the default chunks).
@@ -165,14 +166,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        time.sleep(float(script.get("stall_s") or 0))
         try:
+            self._pause(float(script.get("stall_s") or 0), bool(script.get("keepalive")))
             for i, chunk in enumerate(script["chunks"]):
                 self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
                              "choices": [{"index": 0, "delta": {"content": chunk},
                                           "finish_reason": None}]})
                 if i + 1 < len(script["chunks"]):
-                    time.sleep(float(script.get("delay_s") or 0))
+                    self._pause(float(script.get("delay_s") or 0), bool(script.get("keepalive")))
             self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
                          "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
@@ -221,6 +222,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
+
+    def _pause(self, seconds: float, keepalive: bool) -> None:
+        """Wait; with keepalive, send an SSE comment every 0.3 s (bytes, but no token), as a
+        hung upstream behind a chatty proxy does: a read timeout never fires."""
+        end = time.monotonic() + seconds
+        while keepalive and time.monotonic() < end:
+            self.wfile.write(b": keep-alive\n\n")
+            self.wfile.flush()
+            time.sleep(0.3)
+        time.sleep(max(0.0, end - time.monotonic()))
 
     def _completion(self, body: dict[str, Any]) -> None:
         """A (non-streamed) text completion, cut at the first stop string as servers do."""

@@ -779,18 +779,32 @@
 
     // ---- tokens, tickets, projects ----
 
-    async token() {
-      if (this.opts.getToken) return this.opts.getToken();
+    // getToken({fresh: true}) asks the host page for a new token: the one it gave has expired
+    // or was signed out (the app's tokens live 15 minutes).
+    async token(fresh) {
+      if (this.opts.getToken) return this.opts.getToken({fresh: !!fresh});
       return appStoredToken() || anonymousToken(this.baseUrl);
     }
 
     async ticket() {
-      const token = await this.token();
-      const resp = await fetch(this.baseUrl + "/api/v1/assistant/tickets", {
-        method: "POST", headers: {"Authorization": "Bearer " + token},
-      });
+      let resp = await this.requestTicket(await this.token(false));
+      if (resp.status === 401 && this.opts.getToken) {
+        resp = await this.requestTicket(await this.token(true));
+      }
+      if (resp.status === 401) {
+        throw new PanelError(this.t("error.signedOut"), 401, undefined, false);
+      }
       if (!resp.ok) throw await errorFrom(resp, this.t("error.ticket"));
       return (await resp.json()).ticket;
+    }
+
+    requestTicket(token) {
+      // A project turn's token is confirmed with the app before the ticket is issued.
+      const body = this.projectId ? JSON.stringify({project_id: this.projectId}) : undefined;
+      const headers = {"Authorization": "Bearer " + token};
+      if (body) headers["Content-Type"] = "application/json";
+      return fetch(this.baseUrl + "/api/v1/assistant/tickets",
+                   {method: "POST", headers: headers, body: body});
     }
 
     wsUrl(ticket) {

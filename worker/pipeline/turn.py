@@ -29,7 +29,7 @@ from worker.pipeline.checks import check_citations
 from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
-from worker.pipeline.prompt import build_messages
+from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.retrieve import retrieve
 from worker.pipeline.rewrite import (
     looks_like_followup,
@@ -281,8 +281,10 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectData | None, show_sources: bool) -> dict[str, Any]:
     """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
+    # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
+    # would let any number "confirm" itself, and the client writes the whole history.
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
-        m.content for m in req.history if m.role == "user"]
+        m.content for m in trim_history(req.history) if m.role == "user"]
     if project is not None:
         grounding += list(project.grounding)
     count = len(retrieval.passages)
