@@ -48,12 +48,14 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
         kwargs["response_format"] = response_format
     parts: list[str] = []
     usage = (0, 0)
+    cut = False
     reader = _StreamReader(lambda: client.chat.completions.create(**kwargs))
     try:
         for chunk in reader.chunks(first_token_deadline, deadline, lambda: bool(parts)):
             if chunk.usage is not None:
                 usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
             for choice in chunk.choices:
+                cut = cut or choice.finish_reason == "length"
                 delta = choice.delta.content if choice.delta else None
                 if delta:
                     parts.append(delta)
@@ -64,7 +66,7 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
         raise ModelError(f"answer call failed: {type(exc).__name__}") from exc
     finally:
         reader.close()
-    return Generation("".join(parts), usage[0], usage[1], role.model)
+    return Generation("".join(parts), usage[0], usage[1], role.model, cut)
 
 
 class _StreamReader:
