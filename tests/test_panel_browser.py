@@ -309,13 +309,15 @@ def test_stop_ends_the_answer_calmly(scripted_stack: Stack, scripted_llm: str,
     assert note.inner_text() == "The answer was stopped."
     assert "ba-note-calm" in (note.get_attribute("class") or "")
     assert p.page.locator(".ba-note-error").count() == 0
-    assert p.page.inner_text("#ba-status") == "The answer was stopped."
+    # Said once, in the turn's note, not again in the status line (issue 16, item 10).
+    assert p.page.inner_text("#ba-status") == ""
+    assert p.page.get_by_text("The answer was stopped.").count() == 1
     assert not p.page.get_by_role("button", name="Stop").is_visible()
     assert not p.errors
 
 
 @pytest.mark.browser
-def test_conversation_is_sent_as_history_and_reload_starts_fresh(
+def test_conversation_is_sent_as_history_and_kept_across_reload(
         scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
     set_script(scripted_llm, ["The search uses BM25 [1]."])
     p = panel_factory(scripted_stack)
@@ -342,6 +344,14 @@ def test_conversation_is_sent_as_history_and_reload_starts_fresh(
         const out = panel.historyForAsk(); panel.history = saved; return out; }""")
     assert len(trimmed) == 12 and sum(len(m["content"]) for m in trimmed) <= 6000
     assert trimmed[0]["content"].startswith("18") and trimmed[-1]["content"].startswith("29")
+    # The tab keeps the conversation across a reload (issue 16, item 9); new chat clears it.
+    p.page.reload()
+    p.page.wait_for_selector("#ba-question")
+    assert p.page.locator(".ba-turn").count() == 2
+    assert p.js("() => window.__assistantPanel.panel.history.length") == 4
+    assert "Because it is fast" in p.page.locator(LAST_TURN).inner_text()
+    p.page.get_by_role("button", name="New chat").click()
+    assert p.page.locator(".ba-turn").count() == 0
     p.page.reload()
     p.page.wait_for_selector("#ba-question")
     assert p.page.locator(".ba-turn").count() == 0

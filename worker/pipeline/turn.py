@@ -130,6 +130,8 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
     shown = answer.text if s.show_sources else strip_markers(answer.text)
     if s.trace_text:
         trace.message, trace.answer = req.message, answer.text
+    # Checked in code: the panel notes an answer written in another language (B-33).
+    answer_lang = detect_language(answer.text)
     emit.done(
         answer=shown,
         sources=sources_of(retrieval) if s.show_sources else [],
@@ -139,6 +141,8 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
                 "first_token_ms": answer.first_token_ms, "steps": emit.steps},
         index=retrieval.index_version,
         language=lang,
+        answer_language=answer_lang,
+        language_differs=answer_lang != lang and {answer_lang, lang} <= {"cs", "en"},
         **form,
     )
 
