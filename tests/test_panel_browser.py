@@ -48,9 +48,13 @@ class Panel:
     """One page with the panel, its page errors and the WebSocket frames it sent."""
 
     def __init__(self, browser: Any, stack: Stack, query: str = "", locale: str = "en-US",
-                 bypass_csp: bool = False, init_script: str | None = None) -> None:
-        self.context = browser.new_context(locale=locale, bypass_csp=bypass_csp,
-                                           viewport={"width": 900, "height": 900})
+                 bypass_csp: bool = False, init_script: str | None = None,
+                 viewport: tuple[int, int] = (900, 900), dark: bool = False,
+                 phone: bool = False) -> None:
+        self.context = browser.new_context(
+            locale=locale, bypass_csp=bypass_csp, color_scheme="dark" if dark else "light",
+            viewport={"width": viewport[0], "height": viewport[1]},
+            is_mobile=phone, has_touch=phone)
         if init_script:
             self.context.add_init_script(init_script)
         self.page = self.context.new_page()

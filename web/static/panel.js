@@ -986,8 +986,15 @@
     async loadProjects() {
       if (!this.projectSelect) return;
       if (!this.projects) this.fillProjects([]);
+      let token;
       try {
-        const token = await this.token();
+        token = await this.token();
+      } catch (err) {  // no token to be had: a visitor who has not signed in
+        this.fillProjects([]);
+        this.setProjectNote("form.projectsSignIn", false);
+        return;
+      }
+      try {
         const resp = await fetch(this.baseUrl + "/api/v1/assistant/projects", {
           headers: {"Authorization": "Bearer " + token},
         });

@@ -24,6 +24,7 @@ from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages
 from worker.pipeline.retrieve import retrieve
 from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
+from worker.pipeline.source_links import link_for
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
@@ -48,13 +49,14 @@ class TurnDeps:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def sources_of(retrieval: Retrieval) -> list[dict[str, Any]]:
+def sources_of(retrieval: Retrieval, manifest: str = "") -> list[dict[str, Any]]:
     """The source list of the done frame, numbered as the model saw the passages."""
     out = []
     for n, p in enumerate(retrieval.passages, start=1):
         excerpt = p.text if len(p.text) <= EXCERPT_CHARS else p.text[:EXCERPT_CHARS] + "…"
         out.append({"n": n, "title": p.title, "section": p.section, "excerpt": excerpt,
-                    "score": p.score, "source": p.source, "local": p.local})
+                    "score": p.score, "source": p.source, "local": p.local,
+                    "url": link_for(manifest, p.source, p.section, p.local)})
     return out
 
 
@@ -134,7 +136,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
     answer_lang = detect_language(answer.text)
     emit.done(
         answer=shown,
-        sources=sources_of(retrieval) if s.show_sources else [],
+        sources=sources_of(retrieval, s.corpus_manifest) if s.show_sources else [],
         checks=checks,
         usage=trace.usage,
         timing={"total_ms": round((time.monotonic() - emit.started) * 1000, 1),
