@@ -39,11 +39,12 @@ def sign_in(page: Any, email: str) -> None:
 
 
 def no_sideways_scroll(page: Any, width: int) -> None:
-    assert page.evaluate("document.documentElement.scrollWidth") <= width
     wide = page.evaluate(f"""() => Array.from(document.querySelectorAll('body *'))
         .filter((n) => n.offsetParent !== null && n.getBoundingClientRect().right > {width} + 0.5)
-        .map((n) => n.tagName + '#' + n.id + '.' + n.className)""")
+        .map((n) => n.tagName + '#' + n.id + '.' + n.className + ' '
+             + Math.round(n.getBoundingClientRect().right))""")
     assert wide == [], wide
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 def scripted_done(sources: list[dict[str, Any]], answer: str, **extra: Any) -> dict[str, Any]:
@@ -216,8 +217,10 @@ def test_turn_names_its_project_and_no_projects_is_explained(
     page.get_by_role("button", name="Sign out").click()
     sign_in(page, "carol@example.com")
     note = page.locator("#ba-project-note")
-    note.wait_for(state="visible")
+    page.wait_for_function("() => document.getElementById('ba-project-note').textContent"
+                           ".startsWith('You have no projects yet')")
     assert note.inner_text() == "You have no projects yet; questions go to the documentation."
+    assert note.is_visible()
     assert page.locator(".ba-project-error").count() == 0
     assert not p.errors
 
