@@ -16,9 +16,9 @@ from tests.conftest import Stack, set_script
 from tests.test_panel_browser import (  # noqa: F401  (fixtures)
     LAST_TURN,
     axe_violations,
+    ARTIFACTS,
     browser,
     panel_factory,
-    screenshot,
 )
 
 PHONE = (390, 844)
@@ -28,6 +28,12 @@ STATUS_LOG = """() => { window.__statuses = [];
     if (t && window.__statuses[window.__statuses.length - 1] !== t) window.__statuses.push(t); };
   new MutationObserver(seen).observe(node, {subtree: true, childList: true,
                                             characterData: true, attributes: true}); }"""
+
+
+def screenshot(page: Any, name: str) -> None:
+    """What the person sees (the docked form stays at the bottom, so not a full-page shot)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
 
 
 def sign_in(page: Any, email: str) -> None:
@@ -389,10 +395,6 @@ def test_signed_in_shows_only_sign_out_and_enter_while_streaming_says_why(
     assert page.get_by_role("button", name="Sign out").is_visible()
     assert not page.get_by_role("button", name="Sign in").is_visible()
     assert not page.get_by_label("E-mail").is_visible()
-    page.get_by_role("button", name="Sign out").click()
-    assert page.get_by_role("button", name="Sign in").is_visible()
-    assert page.get_by_label("E-mail").input_value() == ""
-    assert not page.get_by_role("button", name="Sign out").is_visible()
     set_script(scripted_llm, [f"Part{i} " for i in range(40)], delay_s=0.08)
     p.ask("How does the search work?")
     page.wait_for_function("() => window.__assistantPanel.current.streamed.length > 0",
@@ -408,6 +410,10 @@ def test_signed_in_shows_only_sign_out_and_enter_while_streaming_says_why(
     p.wait_done()
     assert page.get_by_text("The answer was stopped.").count() == 1
     assert not busy.is_visible()
+    page.get_by_role("button", name="Sign out").click()
+    assert page.get_by_role("button", name="Sign in").is_visible()
+    assert page.get_by_label("E-mail").input_value() == ""
+    assert not page.get_by_role("button", name="Sign out").is_visible()
     assert not p.errors
 
 
