@@ -14,9 +14,9 @@ import pytest
 
 from tests.conftest import Stack, set_script
 from tests.test_panel_browser import (  # noqa: F401  (fixtures)
+    ARTIFACTS,
     LAST_TURN,
     axe_violations,
-    ARTIFACTS,
     browser,
     panel_factory,
 )
