@@ -76,6 +76,29 @@ def my_projects() -> tuple[Response, int]:
                                  for p in projects if isinstance(p, dict)]}), 200
 
 
+@bp.get("/api/v1/assistant/projects/<project_id>/chart")
+def project_chart(project_id: str) -> tuple[Response, int]:
+    """The data of a project's chart (issue 16), read with the caller's own token like a turn's
+    project context: triangles, mean, median, best compromise, maximum error."""
+    from shared.project_context import chart_data
+    from web.app_api import AppApi
+
+    check_origin()
+    token = bearer_token()
+    s = settings()
+    verify_access_token(token, s.app_jwt_secret)
+    if not s.app_api_url:
+        raise NotFound("no app API", public_message="Project data is not available on this "
+                                                    "server.")
+    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", project_id):
+        raise BadRequest("bad project id", public_message="This project was not found.")
+    b = AppApi(s.app_api_url, s.app_api_timeout_s).project_bundle(token, project_id)
+    if not isinstance(b["project"], dict):
+        raise NotFound("bad project body", public_message="This project was not found.")
+    return jsonify(chart_data(b["project"], b["opinions"] or [], b["result"],
+                              b["members"] or [])), 200
+
+
 @bp.post("/api/v1/dev/login")
 def dev_login() -> tuple[Response, int]:
     """Demo sign-in (dev and test profiles only): forwards to the app's form login."""
