@@ -179,14 +179,17 @@
       this.langNoteEl.hidden = true;
       this.toolsEl = el("div", "ba-turn-tools");
       this.toolsEl.hidden = true;
+      this.chartEl = el("div", "ba-chart-box");
+      this.chartEl.hidden = true;
+      this.chart = null;  // the project chart's data, fetched after a project answer
       this.chromeEl = el("div", "ba-chrome");
       this.stepsEl = el("details", "ba-steps");
       this.stepsSummary = el("summary");
       this.stepsList = el("ol", "ba-step-list");
       this.stepsEl.append(this.stepsSummary, this.stepsList);
       this.stepsEl.hidden = true;
-      bot.append(this.botLabel, this.answerEl, this.noteEl, this.langNoteEl, this.chromeEl,
-                 this.toolsEl, this.stepsEl);
+      bot.append(this.botLabel, this.answerEl, this.noteEl, this.langNoteEl, this.chartEl,
+                 this.chromeEl, this.toolsEl, this.stepsEl);
       art.append(user, bot);
       this.root = art;
       this.relabel();
@@ -471,9 +474,34 @@
       this.renderAnswer();
       this.renderNote();
       this.renderLangNote();
+      this.renderChart();
       this.renderChrome();
       this.renderTools();
       this.renderSteps();
+    }
+
+    // The project chart, drawn from the project data (never from the model's text).
+    renderChart() {
+      const Chart = window.BecomeAssistantChart;
+      if (!this.done || !this.project || !Chart) {
+        this.chartEl.hidden = true;
+        return;
+      }
+      if (!this.chart) {
+        if (!this.chartRequested) {
+          this.chartRequested = true;
+          this.panel.projectChart(this.project.id).then((data) => {
+            this.chart = data;
+            this.renderChart();
+            this.panel.save();
+          }).catch(() => { /* no chart: the answer stands on its own */ });
+        }
+        return;
+      }
+      const figure = Chart.build(this.chart, (key, params) => this.t(key, params),
+                                 (v) => this.panel.number(v));
+      this.chartEl.replaceChildren(...(figure ? [figure] : []));
+      this.chartEl.hidden = !figure;
     }
 
     // A quiet note when the answer is in another language than the question (B-33).
@@ -758,6 +786,19 @@
     seconds(ms) {
       return new Intl.NumberFormat(this.lang, {minimumFractionDigits: 1, maximumFractionDigits: 1})
         .format(Math.max(0, ms) / 1000);
+    }
+
+    // A figure of the project's scale, in the interface's number format.
+    number(v) {
+      return new Intl.NumberFormat(this.lang, {maximumFractionDigits: 2}).format(v);
+    }
+
+    async projectChart(projectId) {
+      const token = await this.token();
+      const resp = await fetch(this.baseUrl + "/api/v1/assistant/projects/" +
+        encodeURIComponent(projectId) + "/chart", {headers: {"Authorization": "Bearer " + token}});
+      if (!resp.ok) throw await errorFrom(resp, this.t("error.connection"));
+      return resp.json();
     }
 
     duration(ms) {
@@ -1148,7 +1189,7 @@
     // This tab's conversation survives a reload (sessionStorage; new chat clears it).
     save() {
       const turns = this.turns.filter((t) => t.finished).map((t) => ({
-        question: t.question, project: t.project, done: t.done,
+        question: t.question, project: t.project, done: t.done, chart: t.chart,
         error: t.error ? {code: t.error.code, message: t.error.message, local: t.error.local,
                           retry_after: t.error.retry_after} : null}));
       storageSet("sessionStorage", SAVE_KEY, JSON.stringify({v: 1, turns: turns,
@@ -1168,6 +1209,7 @@
         turn.done = s.done && typeof s.done === "object" ? s.done : null;
         turn.error = turn.done ? null : s.error || {code: 0, local: "error.lost"};
         turn.text = turn.done ? String(turn.done.answer || "") : "";
+        turn.chart = s.chart && typeof s.chart === "object" ? s.chart : null;
         turn.answerEl.dataset.state = turn.done ? "done" : "error";
         this.turns.push(turn);
         this.conversation.appendChild(turn.root);
