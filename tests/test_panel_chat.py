@@ -456,3 +456,69 @@ def test_phone_dark_screenshot_and_axe(scripted_stack: Stack, scripted_llm: str,
     assert axe_violations(p.page) == []
     screenshot(p.page, "chat-phone-dark.png")
     assert not p.errors
+
+
+# ---- the project chart -----------------------------------------------------------------------
+
+
+def app_result(demo_app: str, project: str) -> dict[str, Any]:
+    """The stored result as the BeCoMe app gives it to alice (the chart must show these)."""
+    import urllib.parse
+    import urllib.request
+
+    form = urllib.parse.urlencode({"username": "alice@example.com",
+                                   "password": "demo-password"}).encode()
+    with urllib.request.urlopen(f"{demo_app}/api/v1/auth/login", form, timeout=10) as r:
+        token = json.loads(r.read())["access_token"]
+    req = urllib.request.Request(f"{demo_app}/api/v1/projects/{project}/result",
+                                 headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return dict(json.loads(r.read()))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("phone", [False, True])
+def test_project_answer_shows_a_chart_from_the_project_data(
+        phone: bool, project_stack: Stack, demo_app: str, scripted_llm: str,
+        panel_factory: Any) -> None:  # noqa: F811
+    from corpus_jobs.demo_seed import FLOOD_PLAN
+
+    p = panel_factory(project_stack, bypass_csp=True, viewport=PHONE if phone else (1280, 900),
+                      phone=phone)
+    page = p.page
+    sign_in(page, "alice@example.com")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('#ba-project option'))"
+                           ".some((o) => o.textContent === 'Regional flood plan')")
+    page.select_option("#ba-project", label="Regional flood plan")
+    # The model's text carries a made-up figure: the chart never takes numbers from it.
+    set_script(scripted_llm, ["The best compromise is 999.5 percent [1]."])
+    p.ask("What is the result of my project?")
+    p.wait_done(60_000)
+    chart = page.locator(f"{LAST_TURN} .ba-chart")
+    chart.wait_for(state="visible", timeout=15_000)
+    assert chart.locator("polygon.ba-chart-expert").count() == 50, "50 drawn, 10 more named"
+    assert chart.locator("polygon.ba-chart-bc").count() == 1
+    assert "10 more opinions are not drawn." in chart.locator("figcaption").inner_text()
+    stored = app_result(demo_app, FLOOD_PLAN)
+    bc = stored["best_compromise"]
+    svg = chart.locator("svg")
+    label = svg.get_attribute("aria-label") or ""
+    assert f"Best compromise peak {round(bc['peak'], 2):g} %" in label, label
+    assert "999" not in chart.inner_text() + label
+    # The table behind the chart: the same figures as the app's stored result.
+    chart.locator("summary").click()
+    rows = {r[0]: r[1:] for r in chart.locator("tbody tr").evaluate_all(
+        "rs => rs.map(r => Array.from(r.children, c => c.textContent))")}
+    assert rows["Best compromise"] == [f"{round(bc[k], 2):g}" for k in ("lower", "peak", "upper")]
+    assert rows["Maximum error"] == [f"{round(stored['max_error'], 2):g}"]
+    assert len(rows) == 4 + 50
+    # Keyboard: the figure takes focus and says what it shows.
+    svg.focus()
+    assert page.evaluate("document.activeElement.tagName.toLowerCase()") == "svg"
+    if not phone:
+        assert axe_violations(page) == []
+    else:
+        no_sideways_scroll(page, PHONE[0])
+    chart.scroll_into_view_if_needed()
+    screenshot(page, f"chat-project-chart-{'phone' if phone else 'desktop'}.png")
+    assert not p.errors
