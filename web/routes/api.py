@@ -99,6 +99,32 @@ def project_chart(project_id: str) -> tuple[Response, int]:
                               b["members"] or [])), 200
 
 
+@bp.post("/api/v1/assistant/feedback")
+def feedback() -> tuple[Response, int]:
+    """Thumbs up or down (and an optional comment) on one of the caller's own answers."""
+    from shared import keys
+    from shared.auth import user_hash
+    from web.queue import turn_queue
+
+    check_origin()
+    s = settings()
+    user = verify_access_token(bearer_token(), s.app_jwt_secret)
+    body = json_body()
+    body = body if isinstance(body, dict) else {}
+    turn, rating, comment = body.get("turn"), body.get("rating"), body.get("comment") or ""
+    if not isinstance(turn, str) or not re.fullmatch(r"[0-9a-f]{32}", turn) \
+            or rating not in ("up", "down") or not isinstance(comment, str) \
+            or len(comment) > 1000:
+        raise BadRequest("bad feedback", public_message=(
+            "Feedback needs the turn, \"up\" or \"down\", and at most 1,000 characters."))
+    owner = redis_client(s).get(keys.turn_owner(turn))
+    if owner is None or (owner.decode() if isinstance(owner, bytes) else owner) != user_hash(user):
+        raise NotFound("not the caller's turn", public_message="This answer was not found.")
+    turn_queue.feedback({"turn": turn, "user": user_hash(user), "rating": rating,
+                         "comment": comment.strip()})
+    return jsonify({"ok": True}), 202
+
+
 @bp.post("/api/v1/dev/login")
 def dev_login() -> tuple[Response, int]:
     """Demo sign-in (dev and test profiles only): forwards to the app's form login."""

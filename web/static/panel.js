@@ -526,12 +526,72 @@
         copy.addEventListener("click", () => this.copy(copy));
         this.toolsEl.appendChild(copy);
       }
+      if (this.done && this.turnId) this.toolsEl.appendChild(this.feedbackBox());
       if (this.panel.turns[this.panel.turns.length - 1] === this) {
         const again = el("button", "ba-tool ba-regenerate", this.t("tools.regenerate"));
         again.type = "button";
         again.addEventListener("click", () => this.panel.regenerate(this));
         this.toolsEl.appendChild(again);
       }
+    }
+
+    // Thumbs up or down, then an optional comment; stored with the turn's trace.
+    feedbackBox() {
+      const box = el("div", "ba-feedback");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", this.t("feedback.label"));
+      for (const [rating, icon] of [["up", "👍"], ["down", "👎"]]) {
+        const b = el("button", "ba-tool ba-thumb", icon);
+        b.type = "button";
+        b.dataset.rating = rating;
+        b.setAttribute("aria-label", this.t("feedback." + rating));
+        b.setAttribute("aria-pressed", String(this.rating === rating));
+        b.addEventListener("click", () => this.rate(rating, ""));
+        box.appendChild(b);
+      }
+      if (this.rating) {
+        const form = el("form", "ba-feedback-form");
+        const id = this.panel.idPrefix + "fb-" + this.index;
+        const label = el("label", "ba-vh", this.t("feedback.comment"));
+        label.htmlFor = id;
+        const input = el("input");
+        input.id = id;
+        input.type = "text";
+        input.maxLength = 1000;
+        input.placeholder = this.t("feedback.comment");
+        input.value = this.ratingComment || "";
+        const send = el("button", "ba-tool", this.t("feedback.send"));
+        send.type = "submit";
+        form.addEventListener("submit", (ev) => {
+          ev.preventDefault();
+          this.rate(this.rating, input.value.trim());
+        });
+        form.append(label, input, send);
+        box.appendChild(form);
+      }
+      if (this.ratingNote) box.appendChild(el("span", "ba-feedback-note", this.t(this.ratingNote)));
+      return box;
+    }
+
+    async rate(rating, comment) {
+      this.rating = rating;
+      this.ratingComment = comment;
+      let ok = false;
+      try {
+        const token = await this.panel.token();
+        const resp = await fetch(this.panel.baseUrl + "/api/v1/assistant/feedback", {
+          method: "POST",
+          headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+          body: JSON.stringify({turn: this.turnId, rating: rating, comment: comment}),
+        });
+        ok = resp.ok;
+      } catch (err) { ok = false; }
+      this.ratingNote = ok ? (comment ? "feedback.thanksComment" : "feedback.thanks")
+        : "feedback.failed";
+      this.renderTools();
+      const focus = this.toolsEl.querySelector(comment ? ".ba-feedback-note"
+        : ".ba-feedback-form input");
+      if (focus && focus.tagName === "INPUT") focus.focus();
     }
 
     async copy(button) {
