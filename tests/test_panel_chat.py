@@ -522,3 +522,44 @@ def test_project_answer_shows_a_chart_from_the_project_data(
     chart.scroll_into_view_if_needed()
     screenshot(page, f"chat-project-chart-{'phone' if phone else 'desktop'}.png")
     assert not p.errors
+
+
+@pytest.mark.browser
+def test_thumbs_down_with_a_comment_is_stored_with_the_trace_without_message_text(
+        scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:  # noqa: F811
+    import psycopg
+
+    from tests.conftest import wait_for
+
+    set_script(scripted_llm, ["The search uses BM25 [1]."])
+    p = panel_factory(scripted_stack)
+    page = p.page
+    p.ask("How does the search work?")
+    p.wait_done()
+    turn = p.last_done()["turn"]
+    page.get_by_role("button", name="Bad answer").click()
+    comment = page.get_by_label("What was good or wrong? (optional)")
+    comment.wait_for()
+    assert page.get_by_role("button", name="Bad answer").get_attribute("aria-pressed") == "true"
+    comment.fill("It forgot the embeddings.")
+    page.get_by_role("button", name="Send comment").click()
+    page.get_by_text("Thank you for the comment.").wait_for()
+    screenshot(page, "chat-feedback.png")
+
+    def stored() -> tuple[Any, ...] | None:
+        with psycopg.connect(scripted_stack.settings.assistant_dsn, autocommit=True) as conn:
+            return conn.execute("SELECT feedback, feedback_comment, message, answer FROM traces "
+                                "WHERE turn = %s", (turn,)).fetchone()
+
+    assert wait_for(lambda: (stored() or (None, None))[1] == "It forgot the embeddings.", 20)
+    assert stored() == (-1, "It forgot the embeddings.", None, None), "no message text"
+    # Someone else's turn: refused.
+    from tests.wsutil import app_token
+
+    other = app_token(scripted_stack, "someone-else")
+    status = page.evaluate("""async ([turn, token]) => (await fetch('/api/v1/assistant/feedback',
+        {method: 'POST', headers: {'Authorization': 'Bearer ' + token,
+         'Content-Type': 'application/json'},
+         body: JSON.stringify({turn: turn, rating: 'up'})})).status""", [turn, other])
+    assert status == 404
+    assert not p.errors

@@ -526,7 +526,7 @@
         copy.addEventListener("click", () => this.copy(copy));
         this.toolsEl.appendChild(copy);
       }
-      if (this.done && this.turnId) this.toolsEl.appendChild(this.feedbackBox());
+      if (this.done && this.ratedTurn()) this.toolsEl.appendChild(this.feedbackBox());
       if (this.panel.turns[this.panel.turns.length - 1] === this) {
         const again = el("button", "ba-tool ba-regenerate", this.t("tools.regenerate"));
         again.type = "button";
@@ -534,6 +534,8 @@
         this.toolsEl.appendChild(again);
       }
     }
+
+    ratedTurn() { return this.turnId || (this.done && this.done.turn) || null; }
 
     // Thumbs up or down, then an optional comment; stored with the turn's trace.
     feedbackBox() {
@@ -582,7 +584,7 @@
         const resp = await fetch(this.panel.baseUrl + "/api/v1/assistant/feedback", {
           method: "POST",
           headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
-          body: JSON.stringify({turn: this.turnId, rating: rating, comment: comment}),
+          body: JSON.stringify({turn: this.ratedTurn(), rating: rating, comment: comment}),
         });
         ok = resp.ok;
       } catch (err) { ok = false; }
