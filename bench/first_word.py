@@ -85,7 +85,7 @@ def first_words(base_url: str, token: str, questions: list[str], project: str | 
             ws.close()
         assert first is not None
         out.append((first, usage or count(q)))
-        print(f"  {first:6.2f} s  prompt {usage:5d} tokens  {q}", file=sys.stderr, flush=True)
+        print(f"  {first:6.2f} s  prompt {out[-1][1]:5d} tokens  {q}", file=sys.stderr, flush=True)
     return out
 
 
