@@ -127,6 +127,8 @@ def report(name: str, rows: list[tuple[float, int]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=20, help="questions of each kind (max 20)")
+    ap.add_argument("--only", choices=["docs", "project"], default=None,
+                    help="measure one kind of question only")
     args = ap.parse_args()
     n = max(1, min(args.questions, 20))
     with conftest.bench_services() as (sup, _scripted):
@@ -148,18 +150,25 @@ def main() -> None:
                 return prompt_tokens(st, q, context.text)
 
             # One warm-up turn of each kind (model load, connections).
-            first_words(st.base_url, app_token(st), ["What is BeCoMe?"], None, doc_count)
-            docs = first_words(st.base_url, app_token(st), DOC_QUESTIONS[:n], None, doc_count)
-            first_words(st.base_url, token, ["What is my project about?"], FLOOD_PLAN,
-                        project_count)
-            projects = first_words(st.base_url, token, PROJECT_QUESTIONS[:n], FLOOD_PLAN,
-                                   project_count)
+            docs: list[tuple[float, int]] = []
+            projects: list[tuple[float, int]] = []
+            if args.only != "project":
+                first_words(st.base_url, app_token(st), ["What is BeCoMe?"], None, doc_count)
+                docs = first_words(st.base_url, app_token(st), DOC_QUESTIONS[:n], None,
+                                   doc_count)
+            if args.only != "docs":
+                first_words(st.base_url, token, ["What is my project about?"], FLOOD_PLAN,
+                            project_count)
+                projects = first_words(st.base_url, token, PROJECT_QUESTIONS[:n], FLOOD_PLAN,
+                                       project_count)
         finally:
             st.sup.stop_all()
     print("| questions | n | first word p50 | p95 | prompt tokens (median, range) |")
     print("|---|---|---|---|---|")
-    print(report("documentation", docs))
-    print(report("project (60 opinions)", projects))
+    if docs:
+        print(report("documentation", docs))
+    if projects:
+        print(report("project (60 opinions)", projects))
 
 
 if __name__ == "__main__":

@@ -1179,12 +1179,13 @@
 
     ask(text, projectId) {
       const history = this.historyForAsk();
-      if (projectId !== undefined) this.projectId = projectId;
-      const turn = new Turn(this, text, this.turns.length + 1, this.projectOf(this.projectId));
+      // Regenerate asks about the turn's own project, whatever the picker shows now.
+      const pid = projectId !== undefined ? projectId : this.projectId;
+      const turn = new Turn(this, text, this.turns.length + 1, this.projectOf(pid));
       const previous = this.turns[this.turns.length - 1];
       this.turns.push(turn);
       this.current = turn;
-      this.lastAsk = {message: text, history: history, project_id: this.projectId};
+      this.lastAsk = {message: text, history: history, project_id: pid};
       this.emptyEl.hidden = true;
       this.conversation.appendChild(turn.root);
       this.conversation.setAttribute("aria-busy", "true");
@@ -1193,7 +1194,7 @@
       this.busyNote.hidden = true;
       if (previous) previous.renderTools();  // regenerate moves to the newest answer
       this.follow = true;
-      turn.start({type: "ask", message: text, history: history, project_id: this.projectId});
+      turn.start({type: "ask", message: text, history: history, project_id: pid});
       this.scrollToLatest();
       return turn;
     }
