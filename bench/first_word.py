@@ -57,12 +57,13 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
 
 
-def first_words(base_url: str, token: str, questions: list[str], project: str | None,
-                count: Callable[[str], int]) -> list[tuple[float, int]]:
+def first_words(base_url: str, token: Callable[[], str], questions: list[str],
+                project: str | None, count: Callable[[str], int]) -> list[tuple[float, int]]:
     """(seconds to the first token, prompt tokens) per question."""
     out = []
     for q in questions:
-        ws = Client.connect(ws_url(base_url, get_ticket(base_url, token)))
+        # A fresh token per question: a dev token lives 15 minutes, a run is longer.
+        ws = Client.connect(ws_url(base_url, get_ticket(base_url, token())))
         try:
             t0 = time.perf_counter()
             ws.send(json.dumps({"type": "ask", "message": q, "project_id": project}))
@@ -135,7 +136,7 @@ def main() -> None:
         dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{conftest.PG_PORT}/postgres")
         demo_app = start_demo_app(sup, conftest.port(8031), dsn, conftest.stack_env({}))
         st = conftest.start_stack(sup, "bench-first-word", conftest.WEB_PORT + 20, {
-            **conftest.DEMO_TOKENS, "ASSISTANT_REDIS_URL": conftest.redis_url(9),
+            "ASSISTANT_REDIS_URL": conftest.redis_url(9),
             "ASSISTANT_APP_API_URL": demo_app})
         from web.app_api import AppApi, read_project_context
 
@@ -153,13 +154,13 @@ def main() -> None:
             docs: list[tuple[float, int]] = []
             projects: list[tuple[float, int]] = []
             if args.only != "project":
-                first_words(st.base_url, app_token(st), ["What is BeCoMe?"], None, doc_count)
-                docs = first_words(st.base_url, app_token(st), DOC_QUESTIONS[:n], None,
+                first_words(st.base_url, lambda: app_token(st), ["What is BeCoMe?"], None, doc_count)
+                docs = first_words(st.base_url, lambda: app_token(st), DOC_QUESTIONS[:n], None,
                                    doc_count)
             if args.only != "docs":
-                first_words(st.base_url, token, ["What is my project about?"], FLOOD_PLAN,
+                first_words(st.base_url, lambda: alice_token(demo_app), ["What is my project about?"], FLOOD_PLAN,
                             project_count)
-                projects = first_words(st.base_url, token, PROJECT_QUESTIONS[:n], FLOOD_PLAN,
+                projects = first_words(st.base_url, lambda: alice_token(demo_app), PROJECT_QUESTIONS[:n], FLOOD_PLAN,
                                        project_count)
         finally:
             st.sup.stop_all()
