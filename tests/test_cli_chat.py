@@ -91,3 +91,17 @@ def test_status_includes_the_app_api(project_stack: Stack, demo_app: str,
                 "http://127.0.0.1:9"], env)
     assert down.returncode == 1
     assert "DOWN" in next(x for x in down.stdout.splitlines() if x.startswith("app_api"))
+
+
+def test_manifest_source_url_pattern_links_the_section() -> None:
+    from corpus_jobs.manifest import source_link_pattern, source_url
+
+    pattern, ref = source_link_pattern("corpus_jobs/manifests/become.toml")
+    assert pattern.startswith("https://github.com/caitlon/BeCoMe/blob/") and ref == "main"
+    assert source_url(pattern, ref, "docs/user/reading-the-result.md",
+                      "Reading the result > ## The `max error` (Δ) > **Agreement**") == \
+        "https://github.com/caitlon/BeCoMe/blob/main/docs/user/reading-the-result.md#agreement"
+    assert source_url(pattern, ref, "README.md", "BeCoMe") == \
+        "https://github.com/caitlon/BeCoMe/blob/main/README.md"
+    assert source_link_pattern("corpus_jobs/manifests/default.toml") == ("", "")
+    assert source_url("", "main", "README.md", "x") is None

@@ -462,11 +462,11 @@ def test_keyboard_order_labels_and_visible_focus(scripted_stack: Stack, scripted
     page = p.page
     page.focus("#demo-email")
     order = []
-    for _ in range(7):
+    for _ in range(9):
         order.append(page.evaluate("document.activeElement.id"))
         page.keyboard.press("Tab")
-    assert order == ["demo-email", "demo-password", "demo-signin", "ba-lang", "ba-project",
-                     "ba-question", "ba-ask"]
+    assert order == ["demo-email", "demo-password", "demo-signin", "ba-lang", "ba-new",
+                     "ba-export", "ba-project", "ba-question", "ba-ask"]
     page.focus("#ba-question")
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline == "solid", "focus is visible"
