@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
+import re
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any, TextIO
 
 from corpus_jobs import client, stack
 from shared.auth import mint_access_token
@@ -17,13 +22,13 @@ DEFAULT_URL = os.environ.get("ASSISTANT_URL", "http://127.0.0.1:8000")
 
 
 def _app_token(user: str) -> str:
-    token = os.environ.get("ASSISTANT_TOKEN")
+    token = os.environ.get("ASSISTANT_TOKEN") or client.load_token()
     if token:
         return token
     settings = get_settings()
     if settings.production or settings.app_jwt_secret != INSECURE_DEV_SECRET:
-        raise ConfigError("set ASSISTANT_TOKEN to an app access token (tokens are minted here "
-                          "only in dev, with the dev secret)")
+        raise ConfigError("sign in first with `become-assistant login` (or set ASSISTANT_TOKEN "
+                          "to an app access token)")
     return mint_access_token(user, settings.app_jwt_secret)
 
 
@@ -38,9 +43,98 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+# What runs after each finished step (the event frame reports the step that ended).
+_NEXT_PHASE = {"language": "searching the documentation", "translate": "searching the documentation",
+               "rewrite": "searching the documentation", "retrieve": "waiting for the model",
+               "project": "waiting for the model", "prompt": "waiting for the model"}
+
+
+class Progress:
+    """Says on stderr what the turn is doing until the first word (a ticking line on a terminal,
+    one line per step and every 5 s otherwise)."""
+
+    def __init__(self, out: TextIO, project: bool) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.project = project
+        self.started = time.monotonic()
+        self.phase = "connecting"
+        self.printed = ""
+        self.last_line = 0.0
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.thread.start()
+
+    def _line(self) -> str:
+        elapsed = int(time.monotonic() - self.started)
+        return f"{self.phase}…" + (f" {elapsed} s" if elapsed >= 1 else "")
+
+    def _show(self, force: bool = False) -> None:
+        with self.lock:
+            if self.stopped.is_set():
+                return
+            line = self._line()
+            if self.tty:
+                self.out.write("\r\033[K" + line)
+            elif force or time.monotonic() - self.last_line >= 5:
+                self.out.write(line + "\n")
+                self.last_line = time.monotonic()
+            self.out.flush()
+
+    def _tick(self) -> None:
+        while not self.stopped.wait(1.0):
+            self._show()
+
+    def frame(self, frame: dict[str, Any]) -> None:
+        """Follow one frame; the first token ends the progress line."""
+        kind = frame.get("type")
+        phase = None
+        if kind == "accepted":
+            phase = "searching the documentation"
+        elif kind == "event":
+            step = str(frame.get("step"))
+            phase = ("reading your project" if step == "retrieve" and self.project
+                     else _NEXT_PHASE.get(step))
+        if phase and phase != self.phase:
+            self.phase = phase
+            self._show(force=True)
+        if kind in ("token", "done", "error"):
+            self.stop(first_word=kind == "token")
+
+    def stop(self, first_word: bool = False) -> None:
+        """End the progress line (saying when the first word came)."""
+        with self.lock:
+            if self.stopped.is_set():
+                return
+            self.stopped.set()
+            took = time.monotonic() - self.started
+            end = f"first word after {took:.1f} s" if first_word else ""
+            if self.tty:
+                self.out.write("\r\033[K" + (f"({end})\n" if end else ""))
+            elif end:
+                self.out.write(end + "\n")
+            self.out.flush()
+
+
+def plain_heading(text: str) -> str:
+    """A heading path as plain text: no heading marks, backticks, emphasis or link syntax."""
+    parts = []
+    for part in str(text or "").split(" > "):
+        part = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", part.strip().lstrip("#"))
+        part = re.sub(r"(\*\*|__|\*|_)(\S(?:.*?\S)?)\1", r"\2", part.replace("`", ""))
+        if part.strip():
+            parts.append(" ".join(part.split()))
+    return " > ".join(parts)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask over ticket + WebSocket, print the streamed answer and then the sources."""
+    progress = None if args.quiet else Progress(sys.stderr, bool(args.project))
+
     def on_frame(frame: dict) -> None:
+        if progress:
+            progress.frame(frame)
         if frame["type"] == "token":
             print(frame["text"], end="", flush=True)
 
@@ -50,6 +144,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     except client.ClientError as exc:
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if progress:
+            progress.stop()
     print()
     if last["type"] == "error":
         print(f"error {last['code']}: {last['message']}", file=sys.stderr)
@@ -64,7 +161,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if last.get("sources"):
         print("\nSources:")
         for s in last["sources"]:
-            print(f"  [{s['n']}] {s['title']} — {s['section']} ({s['source']}, score {s['score']})")
+            section = plain_heading(s.get("section", ""))
+            title = plain_heading(s.get("title", ""))
+            if section.startswith(title + " > "):
+                section = section[len(title) + 3:]
+            where = s.get("url") or s.get("source") or ""
+            print(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
+                                              else "") + (f"\n      {where}" if where else ""))
+    if last.get("language_differs"):
+        print(f"(the model answered in {last.get('answer_language')}, "
+              f"the question was in {last.get('language')})", file=sys.stderr)
     print(f"\n(index {last.get('index')}, {last.get('timing', {}).get('total_ms')} ms)")
     return 0
 
@@ -105,7 +211,7 @@ def cmd_corpus_build(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """Print /healthz; exit 1 when a component is down."""
+    """Print /healthz and the BeCoMe app API's health; exit 1 when a component is down."""
     try:
         status, body = client.http_json("GET", f"{args.url}/healthz")
     except client.ClientError as exc:
@@ -114,7 +220,56 @@ def cmd_status(args: argparse.Namespace) -> int:
     for name, comp in (body or {}).get("components", {}).items():
         extra = {k: v for k, v in comp.items() if k != "ok"}
         print(f"{name:22} {'ok ' if comp['ok'] else 'DOWN'} {json.dumps(extra)}")
-    return 0 if status == 200 else 1
+    app_ok = _app_status(args.app_url)
+    return 0 if status == 200 and app_ok else 1
+
+
+def _app_status(app_url: str) -> bool:
+    """One line on the BeCoMe app API (project questions need it); False only when it is down."""
+    if not app_url:
+        print(f"{'app_api':22} -    not configured (project questions are unavailable)")
+        return True
+    try:
+        started = time.monotonic()
+        code, body = client.http_json("GET", f"{app_url.rstrip('/')}/api/v1/health", timeout=5)
+        ms = round((time.monotonic() - started) * 1000, 1)
+    except client.ClientError:
+        print(f"{'app_api':22} DOWN {json.dumps({'url': app_url, 'error': 'unreachable'})}")
+        return False
+    ok = code == 200 and bool((body or {}).get("ok", True))
+    print(f"{'app_api':22} {'ok ' if ok else 'DOWN'} "
+          f"{json.dumps({'url': app_url, 'status': code, 'ms': ms})}")
+    return ok
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    """Sign in at the BeCoMe app and keep its token for `ask --project` (0600)."""
+    if not args.app_url:
+        print("error: no app to sign in to: pass --app-url or set ASSISTANT_APP_API_URL",
+              file=sys.stderr)
+        return 2
+    email = args.email or input("E-mail: ").strip()
+    password = sys.stdin.readline().rstrip("\n") if args.password_stdin \
+        else getpass.getpass("Password: ")
+    try:
+        token = client.app_login(args.app_url, email, password)
+    except client.ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    path = client.save_token(token)
+    print(f"Signed in as {email}; the token is in {path} (readable by you only).")
+    return 0
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    """Forget the token that `login` saved."""
+    try:
+        client.token_path().unlink()
+    except FileNotFoundError:
+        print("Not signed in.")
+        return 0
+    print("Signed out.")
+    return 0
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
@@ -200,35 +355,47 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser."""
-    p = argparse.ArgumentParser(prog="become-assistant")
+    p = argparse.ArgumentParser(prog="become-assistant", description=(
+        "The BeCoMe assistant: start it, ask it, sign in to ask about your projects, check it."))
+    app_url = os.environ.get("ASSISTANT_APP_API_URL", "")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="start everything (services, models, index, worker, beat, "
                                    "Flower, web)")
-    r.add_argument("--var", default="var")
-    r.add_argument("--bind", default=os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000"))
-    r.add_argument("--flower-port", type=int, default=5555)
+    r.add_argument("--var", default="var",
+                   help="folder for data and logs (default: %(default)s)")
+    r.add_argument("--bind", default=os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000"),
+                   help="address of the web server (default: %(default)s)")
+    r.add_argument("--flower-port", type=int, default=5555,
+                   help="port of Flower, the Celery monitor (default: %(default)s)")
     r.add_argument("--manifest", default=None,
                    help="corpus manifest to serve (default: ASSISTANT_CORPUS_MANIFEST, else the "
                         "BeCoMe documentation when at hand, else the assistant's own docs)")
     r.set_defaults(func=cmd_run)
     a = sub.add_parser("ask", help="ask a question and stream the answer")
-    a.add_argument("question")
-    a.add_argument("--url", default=DEFAULT_URL)
-    a.add_argument("--user", default="cli-user")
-    a.add_argument("--project", default=None)
+    a.add_argument("question", help="the question, in English or Czech")
+    a.add_argument("--url", default=DEFAULT_URL,
+                   help="the assistant's address (default: ASSISTANT_URL, else %(default)s)")
+    a.add_argument("--user", default="cli-user",
+                   help="user of a dev token when not signed in (dev secret only; "
+                        "default: %(default)s)")
+    a.add_argument("--project", default=None, metavar="ID",
+                   help="ask about this project of yours (sign in first with `login`)")
+    a.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr while waiting for the first word")
     a.set_defaults(func=cmd_ask)
     c = sub.add_parser("corpus", help="corpus jobs")
     csub = c.add_subparsers(dest="corpus_command", required=True)
     b = csub.add_parser("build", help="build the index (a no-op when nothing changed)")
-    b.add_argument("--manifest", default=None)
-    b.add_argument("--force", action="store_true")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--manifest", default=None,
+                   help="corpus manifest (default: ASSISTANT_CORPUS_MANIFEST)")
+    b.add_argument("--force", action="store_true", help="rebuild even when nothing changed")
+    b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.add_argument("--dsn", default=None, help="owner DSN (default ASSISTANT_CORPUS_DSN)")
     b.set_defaults(func=cmd_corpus_build)
     e = sub.add_parser("eval", help="evaluation")
     esub = e.add_subparsers(dest="eval_command", required=True)
     er = esub.add_parser("retrieval", help="hit@1/3/5 and MRR on a question file")
-    er.add_argument("--questions", required=True)
+    er.add_argument("--questions", required=True, help="the question file")
     er.add_argument("--settings", default="hybrid", help="preset name or TOML file")
     er.add_argument("--compare", default=None, help="second settings, compared by bootstrap")
     er.add_argument("--dsn", default=None, help="read DSN of the index to evaluate")
@@ -244,12 +411,25 @@ def parser() -> argparse.ArgumentParser:
 
     eval_cli.add_parsers(esub, DEFAULT_URL, _app_token)
     # --- end of eval answers / eval seal ---
-    s = sub.add_parser("status", help="component health")
-    s.add_argument("--url", default=DEFAULT_URL)
+    s = sub.add_parser("status", help="component health, including the BeCoMe app API")
+    s.add_argument("--url", default=DEFAULT_URL,
+                   help="the assistant's address (default: ASSISTANT_URL, else %(default)s)")
+    s.add_argument("--app-url", default=app_url,
+                   help="the BeCoMe app's address (default: ASSISTANT_APP_API_URL)")
     s.set_defaults(func=cmd_status)
+    lg = sub.add_parser("login", help="sign in at the BeCoMe app so `ask --project` works")
+    lg.add_argument("--app-url", default=app_url,
+                    help="the BeCoMe app's address (default: ASSISTANT_APP_API_URL)")
+    lg.add_argument("--email", default=None, help="your e-mail (asked when left out)")
+    lg.add_argument("--password-stdin", action="store_true",
+                    help="read the password from standard input instead of asking")
+    lg.set_defaults(func=cmd_login)
+    lo = sub.add_parser("logout", help="forget the token `login` saved")
+    lo.set_defaults(func=cmd_logout)
     t = sub.add_parser("token", help="mint a dev app token")
-    t.add_argument("--user", required=True)
-    t.add_argument("--ttl", type=int, default=900)
+    t.add_argument("--user", required=True, help="the token's subject (user id)")
+    t.add_argument("--ttl", type=int, default=900,
+                   help="lifetime in seconds (default: %(default)s)")
     t.set_defaults(func=cmd_token)
     return p
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from simple_websocket import Client, ConnectionClosed
@@ -89,3 +93,70 @@ def ask(base_url: str, app_token: str, message: str,
         if on_frame:
             on_frame(frame)
     return frames, frames[-1]
+
+
+# ---- signing in (the CLI's `login`) ---------------------------------------------------------
+
+def config_dir() -> Path:
+    """The user's config folder for the CLI ($XDG_CONFIG_HOME or ~/.config)/become-assistant."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "become-assistant"
+
+
+def token_path() -> Path:
+    """Where `login` keeps the app token (mode 0600)."""
+    return config_dir() / "token"
+
+
+def app_login(app_url: str, email: str, password: str, timeout: float = 10) -> str:
+    """Sign in at the BeCoMe app's form login; returns its access token."""
+    data = urllib.parse.urlencode({"username": email, "password": password}).encode()
+    req = urllib.request.Request(f"{app_url.rstrip('/')}/api/v1/auth/login", data=data,
+                                 method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's app
+            token = json.loads(resp.read()).get("access_token")
+    except urllib.error.HTTPError as exc:
+        if exc.code in (400, 401, 422):
+            raise ClientError("the app refused the e-mail or password", exc.code) from None
+        raise ClientError(f"the app's sign-in answered {exc.code}", exc.code) from None
+    except urllib.error.URLError as exc:
+        raise ClientError(f"cannot reach the app at {app_url}: {exc.reason}") from None
+    except ValueError:
+        raise ClientError("the app's sign-in did not answer with a token") from None
+    if not isinstance(token, str) or not token:
+        raise ClientError("the app's sign-in did not answer with a token")
+    return token
+
+
+def save_token(token: str) -> Path:
+    """Write the token readable by the user only (folder 0700, file 0600)."""
+    path = token_path()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)  # also when the file existed with wider rights
+    return path
+
+
+def token_expiry(token: str) -> float | None:
+    """The `exp` claim of a JWT, read without verifying (only to say it expired), or None."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(claims["exp"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def load_token() -> str | None:
+    """The saved token, or None when there is none or it has expired."""
+    try:
+        token = token_path().read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    exp = token_expiry(token)
+    if not token or (exp is not None and exp <= time.time()):
+        return None
+    return token

@@ -172,34 +172,37 @@ def add_parsers(esub: Any, default_url: str, app_token: TokenFn) -> None:
     """The `eval answers` and `eval seal` subcommands."""
     a = esub.add_parser("answers", help="answer quality: the real path, blind judges, "
                                         "paired bootstrap, HTML report")
-    a.add_argument("--questions", required=True)
+    a.add_argument("--questions", required=True, help="the question file (JSON lines)")
     a.add_argument("--setup", default=None, help="setup TOML (default: the stack at --url)")
     a.add_argument("--compare", default=None, help="second setup TOML, compared to the first")
     a.add_argument("--judge", default=None, help="[local:|api:]MODEL@URL (default: "
                                                  "ASSISTANT_JUDGE_*)")
     a.add_argument("--second-judge", default=None, help="default: the first judge")
-    a.add_argument("--second-share", type=float, default=0.25)
+    a.add_argument("--second-share", type=float, default=0.25,
+                   help="share of answers the second judge grades (default: %(default)s)")
     a.add_argument("--no-judge", action="store_true", help="grade in code only")
     a.add_argument("--rule", default=None, help="acceptance rule, e.g. "
                                                 "'facts_delivered >= 0.47'")
     a.add_argument("--out", required=True, help="run directory (resumed when it exists)")
-    a.add_argument("--url", default=default_url)
-    a.add_argument("--user", default="eval-user")
-    a.add_argument("--timeout", type=float, default=300.0)
+    a.add_argument("--url", default=default_url, help="the assistant's address")
+    a.add_argument("--user", default="eval-user", help="user of the dev token")
+    a.add_argument("--timeout", type=float, default=300.0, help="seconds per answer")
     a.add_argument("--max-questions", type=int, default=None,
                    help="ask at most this many new questions now (resume later)")
-    a.add_argument("--ledger", default=DEFAULT_LEDGER)
+    a.add_argument("--ledger", default=DEFAULT_LEDGER, help="the ledger of sealed runs")
     a.add_argument("--dsn", default=None, help="read DSN of the index the setups answer from "
                                                "(passage text for the judge)")
-    a.add_argument("--var", default="var")
+    a.add_argument("--var", default="var", help="folder for data and logs")
     a.add_argument("--price-in", type=float, default=0.15, help="USD per M input tokens")
     a.add_argument("--price-out", type=float, default=0.60, help="USD per M output tokens")
-    a.add_argument("--hosted-tokens-per-s", type=float, default=80.0)
-    a.add_argument("--hosted-first-token-s", type=float, default=0.6)
+    a.add_argument("--hosted-tokens-per-s", type=float, default=80.0,
+                   help="assumed speed of a hosted model, for the cost estimate")
+    a.add_argument("--hosted-first-token-s", type=float, default=0.6,
+                   help="assumed first-token delay of a hosted model")
     a.set_defaults(func=lambda args: cmd_eval_answers(args, app_token))
     s = esub.add_parser("seal", help="record a question file's hash and acceptance rule")
-    s.add_argument("file")
-    s.add_argument("--rule", required=True)
+    s.add_argument("file", help="the question file to seal")
+    s.add_argument("--rule", required=True, help="acceptance rule, e.g. 'facts_delivered >= 0.47'")
     s.add_argument("--out", required=True, help="the run directory")
-    s.add_argument("--ledger", default=DEFAULT_LEDGER)
+    s.add_argument("--ledger", default=DEFAULT_LEDGER, help="the ledger of sealed runs")
     s.set_defaults(func=cmd_eval_seal)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from shared.errors import ConfigError
 
@@ -106,3 +108,34 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
         languages=tuple((str(r["glob"]), str(r["lang"])) for r in data.get("languages", [])),
         local_dir=(p.parent / local).resolve() if local else None,
     )
+
+
+def source_link_pattern(path: str | Path) -> tuple[str, str]:
+    """The manifest's public URL pattern and ref (`source_url`, `source_ref`); ('', '') if none.
+
+    Read without needing the corpus root, so a worker without the documents can link them."""
+    try:
+        data = tomllib.loads(_manifest_path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return "", ""
+    pattern = str(data.get("source_url", ""))
+    return (pattern, str(data.get("source_ref", "main"))) if pattern.startswith("https://") \
+        else ("", "")
+
+
+def heading_anchor(heading: str) -> str:
+    """A heading's anchor as GitHub and MkDocs make it: lower case, marks dropped, '-' for spaces."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lstrip("#"))
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower(), flags=re.UNICODE)
+    return text.replace(" ", "-")
+
+
+def source_url(pattern: str, ref: str, rel: str, section: str) -> str | None:
+    """The public URL of a source at its section: `pattern` with {ref}, {path} and {anchor}
+    ('#slug' of the last heading for Markdown files, else '')."""
+    if not pattern or not rel:
+        return None
+    last = section.split(" > ")[-1] if section else ""
+    anchor = f"#{heading_anchor(last)}" if rel.endswith(".md") and last and " > " in section \
+        else ""
+    return pattern.format(ref=quote(ref, safe=""), path=quote(rel), anchor=anchor)

@@ -10,6 +10,7 @@ TURN_TASK = "turn.answer"
 TURN_QUEUE = "turns"
 CORPUS_REBUILD_TASK = "corpus.rebuild"
 TRACE_PRUNE_TASK = "traces.prune"
+FEEDBACK_TASK = "turn.feedback"
 CORPUS_QUEUE = "corpus"
 
 
@@ -26,7 +27,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_ignore_result": True,
         "result_backend": None,
         "task_default_queue": TURN_QUEUE,
-        "task_routes": {TURN_TASK: {"queue": TURN_QUEUE},
+        "task_routes": {TURN_TASK: {"queue": TURN_QUEUE}, FEEDBACK_TASK: {"queue": TURN_QUEUE},
                         CORPUS_REBUILD_TASK: {"queue": CORPUS_QUEUE}},
         "worker_prefetch_multiplier": 1,
         "task_time_limit": hard_limit,

@@ -442,3 +442,44 @@ def build_context(project: Mapping[str, Any], opinions: Sequence[Mapping[str, An
     return ProjectContext(text=text, grounding=grounding_numbers(text),
                           opinion_count=len(opinions), listed_count=len(shown),
                           hidden_count=hidden)
+
+
+def _triangle_json(f: Fuzzy | None) -> dict[str, float] | None:
+    return None if f is None else {"lower": f.lower, "peak": f.peak, "upper": f.upper,
+                                   "centroid": f.centroid}
+
+
+def chart_data(project: Mapping[str, Any], opinions: Sequence[Mapping[str, Any]],
+               result: Mapping[str, Any] | None,
+               members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The panel's project chart, from the same app data and rules as the model's project block:
+    visible experts' triangles, mean, median, best compromise and maximum error (issue 16)."""
+    hidden_ids = _hidden_user_ids(members)
+    visible = [_listed(o) for o in opinions if str(o.get("user_id")) not in hidden_ids]
+    result_map = result if isinstance(result, Mapping) else None
+    computed = _recompute(opinions)
+    if result_map is not None:
+        figures = {name: _stored_triangle(result_map, name)
+                   for name in ("best_compromise", "arithmetic_mean", "median")}
+        max_error = _number(result_map.get("max_error"))
+        origin = "stored"
+    else:
+        figures = {"best_compromise": computed.best_compromise if computed else None,
+                   "arithmetic_mean": computed.mean if computed else None,
+                   "median": computed.median if computed else None}
+        max_error = computed.max_error if computed else None
+        origin = "computed" if computed else "none"
+    return {
+        "name": clean_text(project.get("name"), LIMIT_PROJECT_NAME),
+        "scale": {"min": _number(project.get("scale_min")), "max": _number(project.get("scale_max")),
+                  "unit": clean_text(project.get("scale_unit"), LIMIT_UNIT)},
+        "experts": [{"name": item.name, **(_triangle_json(item.values) or {})}
+                    for item in visible[:MAX_LISTED] if item.values is not None],
+        "more_experts": max(0, len(visible) - MAX_LISTED),
+        "hidden": len(opinions) - len(visible),
+        "best_compromise": _triangle_json(figures["best_compromise"]),
+        "mean": _triangle_json(figures["arithmetic_mean"]),
+        "median": _triangle_json(figures["median"]),
+        "max_error": max_error,
+        "result": origin,
+    }

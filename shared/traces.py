@@ -33,7 +33,12 @@ CREATE TABLE IF NOT EXISTS traces (
     PRIMARY KEY (turn, attempt)
 );
 CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at);
+-- A person's thumbs up (1) or down (-1) and optional comment on the answer (issue 16).
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS feedback smallint;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS feedback_comment text;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS feedback_at timestamptz;
 """
+FEEDBACK_COMMENT_CHARS = 1000
 
 
 @dataclass
@@ -72,6 +77,28 @@ def save(conn: psycopg.Connection, trace: Trace) -> None:
     updates = ", ".join(f"{k} = EXCLUDED.{k}" for k in row if k not in ("turn", "attempt"))
     conn.execute(f"INSERT INTO traces ({cols}) VALUES ({vals}) "
                  f"ON CONFLICT (turn, attempt) DO UPDATE SET {updates}", row)
+
+
+def save_feedback(conn: psycopg.Connection, turn: str, user_hash: str, rating: int,
+                  comment: str) -> bool:
+    """Put the turn owner's rating (and comment) on the turn's latest trace; False if none yet.
+
+    Only the rating and the comment the person wrote: the question and answer are stored only
+    when text traces are on, as for every trace."""
+    cur = conn.execute(
+        "UPDATE traces SET feedback = %s, feedback_comment = %s, feedback_at = now() "
+        "WHERE turn = %s AND user_hash = %s AND attempt = (SELECT max(attempt) FROM traces "
+        "WHERE turn = %s)",
+        (rating, comment[:FEEDBACK_COMMENT_CHARS] or None, turn, user_hash, turn))
+    return cur.rowcount > 0
+
+
+def feedback_counts(conn: psycopg.Connection, days: int = RETENTION_DAYS) -> dict[str, int]:
+    """Thumbs up and down over the kept traces, for the metrics."""
+    row = conn.execute(
+        "SELECT count(*) FILTER (WHERE feedback = 1), count(*) FILTER (WHERE feedback = -1) "
+        "FROM traces WHERE created_at >= now() - make_interval(days => %s)", (days,)).fetchone()
+    return {"up": int(row[0]), "down": int(row[1])} if row else {"up": 0, "down": 0}
 
 
 def prune(conn: psycopg.Connection, days: int = RETENTION_DAYS) -> int:

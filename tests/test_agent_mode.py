@@ -378,11 +378,11 @@ def test_the_panel_timeline_shows_tool_steps(agent_stack: Stack, scripted_llm: s
         tool = page.locator(f"{LAST_TURN} .ba-step-tool")
         assert tool.count() == 1
         text = tool.text_content() or ""
-        assert "tool call (search_docs: How does the search work?, " in text
+        assert "Tool call (search_docs: How does the search work?, " in text
         assert re.search(r"\d+ characters\)", text)
         failed = page.locator(f"{LAST_TURN} .ba-step-tool-error").text_content() or ""
         assert "delete_everything" in failed and "error: unknown_tool" in failed
-        assert "model chooses tools" in (page.locator(f"{LAST_TURN} .ba-steps")
+        assert "The model chooses tools" in (page.locator(f"{LAST_TURN} .ba-steps")
                                          .text_content() or "")
         assert p.answer_text() == "".join(FINAL)
         screenshot(page, "panel-agent-tool-steps.png")

@@ -48,9 +48,13 @@ class Panel:
     """One page with the panel, its page errors and the WebSocket frames it sent."""
 
     def __init__(self, browser: Any, stack: Stack, query: str = "", locale: str = "en-US",
-                 bypass_csp: bool = False, init_script: str | None = None) -> None:
-        self.context = browser.new_context(locale=locale, bypass_csp=bypass_csp,
-                                           viewport={"width": 900, "height": 900})
+                 bypass_csp: bool = False, init_script: str | None = None,
+                 viewport: tuple[int, int] = (900, 900), dark: bool = False,
+                 phone: bool = False) -> None:
+        self.context = browser.new_context(
+            locale=locale, bypass_csp=bypass_csp, color_scheme="dark" if dark else "light",
+            viewport={"width": viewport[0], "height": viewport[1]},
+            is_mobile=phone, has_touch=phone)
         if init_script:
             self.context.add_init_script(init_script)
         self.page = self.context.new_page()
@@ -309,13 +313,15 @@ def test_stop_ends_the_answer_calmly(scripted_stack: Stack, scripted_llm: str,
     assert note.inner_text() == "The answer was stopped."
     assert "ba-note-calm" in (note.get_attribute("class") or "")
     assert p.page.locator(".ba-note-error").count() == 0
-    assert p.page.inner_text("#ba-status") == "The answer was stopped."
+    # Said once, in the turn's note, not again in the status line (issue 16, item 10).
+    assert p.page.inner_text("#ba-status") == ""
+    assert p.page.get_by_text("The answer was stopped.").count() == 1
     assert not p.page.get_by_role("button", name="Stop").is_visible()
     assert not p.errors
 
 
 @pytest.mark.browser
-def test_conversation_is_sent_as_history_and_reload_starts_fresh(
+def test_conversation_is_sent_as_history_and_kept_across_reload(
         scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
     set_script(scripted_llm, ["The search uses BM25 [1]."])
     p = panel_factory(scripted_stack)
@@ -342,6 +348,14 @@ def test_conversation_is_sent_as_history_and_reload_starts_fresh(
         const out = panel.historyForAsk(); panel.history = saved; return out; }""")
     assert len(trimmed) == 12 and sum(len(m["content"]) for m in trimmed) <= 6000
     assert trimmed[0]["content"].startswith("18") and trimmed[-1]["content"].startswith("29")
+    # The tab keeps the conversation across a reload (issue 16, item 9); new chat clears it.
+    p.page.reload()
+    p.page.wait_for_selector("#ba-question")
+    assert p.page.locator(".ba-turn").count() == 2
+    assert p.js("() => window.__assistantPanel.panel.history.length") == 4
+    assert "Because it is fast" in p.page.locator(LAST_TURN).inner_text()
+    p.page.get_by_role("button", name="New chat").click()
+    assert p.page.locator(".ba-turn").count() == 0
     p.page.reload()
     p.page.wait_for_selector("#ba-question")
     assert p.page.locator(".ba-turn").count() == 0
@@ -448,11 +462,11 @@ def test_keyboard_order_labels_and_visible_focus(scripted_stack: Stack, scripted
     page = p.page
     page.focus("#demo-email")
     order = []
-    for _ in range(7):
+    for _ in range(9):
         order.append(page.evaluate("document.activeElement.id"))
         page.keyboard.press("Tab")
-    assert order == ["demo-email", "demo-password", "demo-signin", "ba-lang", "ba-project",
-                     "ba-question", "ba-ask"]
+    assert order == ["demo-email", "demo-password", "demo-signin", "ba-lang", "ba-new",
+                     "ba-export", "ba-project", "ba-question", "ba-ask"]
     page.focus("#ba-question")
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline == "solid", "focus is visible"

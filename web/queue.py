@@ -7,7 +7,7 @@ from typing import Any
 from celery import Celery
 from flask import Flask
 
-from shared.celery_config import TURN_QUEUE, TURN_TASK, celery_config
+from shared.celery_config import FEEDBACK_TASK, TURN_QUEUE, TURN_TASK, celery_config
 from shared.config import Settings
 
 
@@ -44,6 +44,11 @@ class TurnQueue:
             # By then the web tier has ended the turn with an error frame (or nobody waits):
             # a worker that takes it later after a backlog drops it instead of calling a model.
             expires=self._first_token_timeout_s)
+
+    def feedback(self, payload: dict[str, Any]) -> None:
+        """Send a rating to the worker, which stores it with the turn's trace."""
+        assert self._celery is not None
+        self._celery.send_task(FEEDBACK_TASK, args=[payload], queue=TURN_QUEUE)
 
 
 turn_queue = TurnQueue()

@@ -18,7 +18,7 @@ import psycopg
 from celery import shared_task
 
 from shared import traces, turns
-from shared.celery_config import TRACE_PRUNE_TASK, TURN_TASK
+from shared.celery_config import FEEDBACK_TASK, TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
 from shared.errors import AssistantError
 from shared.frames import FrameLog
@@ -79,6 +79,22 @@ def save_trace(settings: Settings, trace: traces.Trace) -> None:
             traces.save(conn, trace)
     except psycopg.Error as exc:
         log.warning("turn %s: trace not saved (%s)", trace.turn, type(exc).__name__)
+
+
+@shared_task(name=FEEDBACK_TASK, bind=True, ignore_result=True, max_retries=5)
+def save_feedback(self: Any, payload: dict[str, Any]) -> None:
+    """A person's rating of an answer onto its trace (retried while the trace is not saved)."""
+    rating = 1 if payload.get("rating") == "up" else -1
+    with psycopg.connect(get_settings().assistant_dsn, autocommit=True, connect_timeout=3) as conn:
+        traces.ensure_schema(conn)
+        saved = traces.save_feedback(conn, str(payload["turn"]), str(payload["user"]), rating,
+                                     str(payload.get("comment") or ""))
+    if not saved:
+        if self.request.retries >= self.max_retries:
+            log.warning("turn %s: feedback dropped (no trace)", payload["turn"])
+            return
+        raise self.retry(countdown=2)
+    log.info("turn %s: feedback %+d", payload["turn"], rating)
 
 
 @shared_task(name=TRACE_PRUNE_TASK, ignore_result=True)

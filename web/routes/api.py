@@ -95,6 +95,55 @@ def my_projects() -> tuple[Response, int]:
                                  for p in projects if isinstance(p, dict)]}), 200
 
 
+@bp.get("/api/v1/assistant/projects/<project_id>/chart")
+def project_chart(project_id: str) -> tuple[Response, int]:
+    """The data of a project's chart (issue 16), read with the caller's own token like a turn's
+    project context: triangles, mean, median, best compromise, maximum error."""
+    from shared.project_context import chart_data
+    from web.app_api import AppApi
+
+    check_origin()
+    token = bearer_token()
+    s = settings()
+    verify_access_token(token, s.app_jwt_secret)
+    if not s.app_api_url:
+        raise NotFound("no app API", public_message="Project data is not available on this "
+                                                    "server.")
+    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", project_id):
+        raise BadRequest("bad project id", public_message="This project was not found.")
+    b = AppApi(s.app_api_url, s.app_api_timeout_s).project_bundle(token, project_id)
+    if not isinstance(b["project"], dict):
+        raise NotFound("bad project body", public_message="This project was not found.")
+    return jsonify(chart_data(b["project"], b["opinions"] or [], b["result"],
+                              b["members"] or [])), 200
+
+
+@bp.post("/api/v1/assistant/feedback")
+def feedback() -> tuple[Response, int]:
+    """Thumbs up or down (and an optional comment) on one of the caller's own answers."""
+    from shared import keys
+    from shared.auth import user_hash
+    from web.queue import turn_queue
+
+    check_origin()
+    s = settings()
+    user = verify_access_token(bearer_token(), s.app_jwt_secret)
+    body = json_body()
+    body = body if isinstance(body, dict) else {}
+    turn, rating, comment = body.get("turn"), body.get("rating"), body.get("comment") or ""
+    if not isinstance(turn, str) or not re.fullmatch(r"[0-9a-f]{32}", turn) \
+            or rating not in ("up", "down") or not isinstance(comment, str) \
+            or len(comment) > 1000:
+        raise BadRequest("bad feedback", public_message=(
+            "Feedback needs the turn, \"up\" or \"down\", and at most 1,000 characters."))
+    owner = redis_client(s).get(keys.turn_owner(turn))
+    if owner is None or (owner.decode() if isinstance(owner, bytes) else owner) != user_hash(user):
+        raise NotFound("not the caller's turn", public_message="This answer was not found.")
+    turn_queue.feedback({"turn": turn, "user": user_hash(user), "rating": rating,
+                         "comment": comment.strip()})
+    return jsonify({"ok": True}), 202
+
+
 @bp.post("/api/v1/dev/login")
 def dev_login() -> tuple[Response, int]:
     """Demo sign-in (dev and test profiles only): forwards to the app's form login."""

@@ -8,6 +8,8 @@
   const email = document.getElementById("demo-email");
   const password = document.getElementById("demo-password");
   const signOut = document.getElementById("demo-signout");
+  const signIn = document.getElementById("demo-signin");
+  const fields = Array.from(form.querySelectorAll(".demo-field"));
   const who = document.getElementById("demo-who");
   const state = {token: null, user: null, whoKey: null, whoParams: null, anon: null};
 
@@ -49,9 +51,14 @@
     if (state.whoKey) setWho(state.whoKey, state.whoParams);
   }
 
+  // Signed in: only "Sign out" stays; signed out: the empty fields and "Sign in".
   function signedIn(token, key, params) {
     state.token = token;
     signOut.hidden = !token;
+    signIn.hidden = !!token;
+    for (const field of fields) field.hidden = !!token;
+    if (!token) email.value = "";
+    password.value = "";
     setWho(key, params);
     panel.loadProjects();
   }
@@ -84,13 +91,13 @@
       setWho("demo.loginFailed", {text: text});
       return;
     }
-    password.value = "";
     signedIn(body.access_token, "demo.signedIn", {user: email.value.trim()});
+    signOut.focus();
   });
 
   signOut.addEventListener("click", () => {
     signedIn(null, storedAppToken() ? "demo.appToken" : "demo.anonymous");
-    email.focus();
+    email.focus();  // the fields are back
   });
 
   document.addEventListener("ba-languagechange", translatePage);

@@ -15,7 +15,25 @@
   const BACKOFF_MS = [500, 1000, 2000, 4000, 4000];  // five tries, then give up
   const CANCELLED = 499;
   const CZECH_LETTERS = /[ěščřžýáíéůúťďňĚŠČŘŽÝÁÍÉŮÚŤĎŇ]/;
+  const LANG_KEY = "become-assistant.lang";  // the person's explicit choice (localStorage)
+  const SAVE_KEY = "become-assistant.conversation";  // this tab's conversation (sessionStorage)
+  const FOLLOW_SLACK_PX = 48;
+  // What the status line says after each finished step: the step that runs next.
+  const NEXT_STATUS = {language: "status.searching", rewrite: "status.searching",
+    translate: "status.searching", retrieve: "status.model", project: "status.model",
+    prompt: "status.model", tool: "status.model", plan: "status.model"};
   let panelCount = 0;
+
+  function storageGet(kind, key) {
+    try { return window[kind].getItem(key); } catch (err) { return null; }
+  }
+
+  function storageSet(kind, key, value) {
+    try {
+      if (value === null) window[kind].removeItem(key);
+      else window[kind].setItem(key, value);
+    } catch (err) { /* storage off (private mode): the feature just does not persist */ }
+  }
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -46,6 +64,8 @@
     if (fromOption) return fromOption;
     const fromQuery = normLang(new URLSearchParams(window.location.search).get("lang"));
     if (fromQuery) return fromQuery;
+    const chosen = normLang(storageGet("localStorage", LANG_KEY));
+    if (chosen) return chosen;
     const html = document.documentElement;
     if (html.dataset.baLang !== "auto") {
       const fromPage = normLang(html.getAttribute("lang"));
@@ -58,11 +78,18 @@
     return "en";
   }
 
-  // "Title > Section > Subsection" without Markdown heading marks, the title not repeated.
+  // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
+  function plainHeading(text) {
+    return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
+      .replace(/\s+/g, " ").trim();
+  }
+
+  // "Title > Section > Subsection" as plain text, the title not repeated.
   function sectionPath(section, title) {
     const parts = String(section || "").split(" > ")
-      .map((part) => part.replace(/^#+\s*/, "").trim()).filter((part) => part);
-    if (parts.length && parts[0] === String(title || "").trim()) parts.shift();
+      .map(plainHeading).filter((part) => part);
+    if (parts.length && parts[0] === plainHeading(title)) parts.shift();
     return parts.join(" > ");
   }
 
@@ -104,10 +131,13 @@
   // ---- one turn ----------------------------------------------------------------------
 
   class Turn {
-    constructor(panel, question, index) {
+    constructor(panel, question, index, project) {
       this.panel = panel;
       this.question = question;
       this.index = index;
+      this.project = project || null;  // {id, name} of the project asked about, or null
+      this.startedAt = 0;
+      this.firstWordMs = null;
       this.turnId = null;
       this.seq = -1;
       this.text = "";
@@ -135,7 +165,9 @@
       const user = el("div", "ba-msg ba-msg-user");
       this.youLabel = el("p", "ba-who");
       const userText = el("p", "ba-user-text", this.question);  // plain text, always
-      user.append(this.youLabel, userText);
+      this.projectEl = el("p", "ba-turn-project");
+      this.projectEl.hidden = !this.project;
+      user.append(this.youLabel, userText, this.projectEl);
       const bot = el("div", "ba-msg ba-msg-assistant");
       this.botLabel = el("p", "ba-who");
       this.answerEl = el("div", "ba-answer");
@@ -143,13 +175,21 @@
       this.answerEl.addEventListener("click", (ev) => this.onCitationClick(ev));
       this.noteEl = el("p", "ba-note");
       this.noteEl.hidden = true;
+      this.langNoteEl = el("p", "ba-lang-note");
+      this.langNoteEl.hidden = true;
+      this.toolsEl = el("div", "ba-turn-tools");
+      this.toolsEl.hidden = true;
+      this.chartEl = el("div", "ba-chart-box");
+      this.chartEl.hidden = true;
+      this.chart = null;  // the project chart's data, fetched after a project answer
       this.chromeEl = el("div", "ba-chrome");
       this.stepsEl = el("details", "ba-steps");
       this.stepsSummary = el("summary");
       this.stepsList = el("ol", "ba-step-list");
       this.stepsEl.append(this.stepsSummary, this.stepsList);
       this.stepsEl.hidden = true;
-      bot.append(this.botLabel, this.answerEl, this.noteEl, this.chromeEl, this.stepsEl);
+      bot.append(this.botLabel, this.answerEl, this.noteEl, this.langNoteEl, this.chartEl,
+                 this.chromeEl, this.toolsEl, this.stepsEl);
       art.append(user, bot);
       this.root = art;
       this.relabel();
@@ -159,6 +199,7 @@
 
     start(askFrame) {
       this.askFrame = askFrame;
+      this.startedAt = performance.now();
       this.panel.setStatus("status.connecting");
       this.connect(() => this.askFrame);
     }
@@ -254,18 +295,19 @@
       switch (f.type) {
         case "accepted":
           this.turnId = f.turn;
-          this.panel.setStatus(this.cancelRequested ? "status.stopping" : "status.thinking");
+          this.panel.setStatus(this.cancelRequested ? "status.stopping" : "status.searching");
           if (this.cancelRequested && this.ws) this.sendCancel();
           break;
         case "event":
           this.events.push(f);
           if (f.step === "retrieve" && typeof f.passages === "number") this.passages = f.passages;
+          this.followStep(f.step);
           this.renderSteps();
           break;
         case "token":
           this.text += typeof f.text === "string" ? f.text : "";
           this.streamed += typeof f.text === "string" ? f.text : "";
-          if (!this.cancelRequested) this.panel.setStatus("status.answering");
+          this.firstWord();
           this.answerEl.dataset.state = "streaming";
           this.scheduleRender();
           break;
@@ -290,6 +332,22 @@
           break;
         default:
           break;
+      }
+    }
+
+    // The status names the step now running (the event frame reports the one just finished).
+    followStep(step) {
+      if (this.cancelRequested || this.firstWordMs !== null) return;
+      if (step === "first_token") { this.firstWord(); return; }
+      let next = NEXT_STATUS[step];
+      if (step === "retrieve" && this.project) next = "status.project";
+      if (next) this.panel.setStatus(next);
+    }
+
+    firstWord() {
+      if (this.firstWordMs === null) this.firstWordMs = performance.now() - this.startedAt;
+      if (!this.cancelRequested && this.panel.statusKey !== "status.writing") {
+        this.panel.setStatus("status.writing", {s: this.panel.seconds(this.firstWordMs)});
       }
     }
 
@@ -381,6 +439,7 @@
         tripleIsCitation: (nums) => this.tripleIsCitation(nums)});
       this.answerEl.replaceChildren(frag);
       this.panel.renders++;
+      if (!this.finished) this.panel.followAnswer();
     }
 
     onCitationClick(ev) {
@@ -405,14 +464,147 @@
     relabel() {
       this.youLabel.textContent = this.t("turn.you");
       this.botLabel.textContent = this.t("turn.assistant");
+      if (this.project) {
+        this.projectEl.textContent = this.t("turn.project", {name: this.project.name});
+      }
     }
 
     renderAll() {
       this.relabel();
       this.renderAnswer();
       this.renderNote();
+      this.renderLangNote();
+      this.renderChart();
       this.renderChrome();
+      this.renderTools();
       this.renderSteps();
+    }
+
+    // The project chart, drawn from the project data (never from the model's text).
+    renderChart() {
+      const Chart = window.BecomeAssistantChart;
+      if (!this.done || !this.project || !Chart) {
+        this.chartEl.hidden = true;
+        return;
+      }
+      if (!this.chart) {
+        if (!this.chartRequested) {
+          this.chartRequested = true;
+          this.panel.projectChart(this.project.id).then((data) => {
+            this.chart = data;
+            this.renderChart();
+            this.panel.save();
+          }).catch(() => { /* no chart: the answer stands on its own */ });
+        }
+        return;
+      }
+      const figure = Chart.build(this.chart, (key, params) => this.t(key, params),
+                                 (v) => this.panel.number(v));
+      this.chartEl.replaceChildren(...(figure ? [figure] : []));
+      this.chartEl.hidden = !figure;
+    }
+
+    // A quiet note when the answer is in another language than the question (B-33).
+    renderLangNote() {
+      const d = this.done;
+      const differs = !!(d && d.language_differs && LANGS.includes(d.answer_language));
+      this.langNoteEl.hidden = !differs;
+      if (differs) {
+        this.langNoteEl.textContent = this.t("note.language",
+          {lang: this.t("lang." + d.answer_language)});
+      }
+    }
+
+    // Copy and regenerate under a finished answer (regenerate only under the last one).
+    renderTools() {
+      this.toolsEl.replaceChildren();
+      this.toolsEl.hidden = !this.finished;
+      if (!this.finished) return;
+      if (this.done) {
+        const copy = el("button", "ba-tool ba-copy", this.t("tools.copy"));
+        copy.type = "button";
+        copy.addEventListener("click", () => this.copy(copy));
+        this.toolsEl.appendChild(copy);
+      }
+      if (this.done && this.ratedTurn()) this.toolsEl.appendChild(this.feedbackBox());
+      if (this.panel.turns[this.panel.turns.length - 1] === this) {
+        const again = el("button", "ba-tool ba-regenerate", this.t("tools.regenerate"));
+        again.type = "button";
+        again.addEventListener("click", () => this.panel.regenerate(this));
+        this.toolsEl.appendChild(again);
+      }
+    }
+
+    ratedTurn() { return this.turnId || (this.done && this.done.turn) || null; }
+
+    // Thumbs up or down, then an optional comment; stored with the turn's trace.
+    feedbackBox() {
+      const box = el("div", "ba-feedback");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", this.t("feedback.label"));
+      for (const [rating, icon] of [["up", "👍"], ["down", "👎"]]) {
+        const b = el("button", "ba-tool ba-thumb", icon);
+        b.type = "button";
+        b.dataset.rating = rating;
+        b.setAttribute("aria-label", this.t("feedback." + rating));
+        b.setAttribute("aria-pressed", String(this.rating === rating));
+        b.addEventListener("click", () => this.rate(rating, ""));
+        box.appendChild(b);
+      }
+      if (this.rating) {
+        const form = el("form", "ba-feedback-form");
+        const id = this.panel.idPrefix + "fb-" + this.index;
+        const label = el("label", "ba-vh", this.t("feedback.comment"));
+        label.htmlFor = id;
+        const input = el("input");
+        input.id = id;
+        input.type = "text";
+        input.maxLength = 1000;
+        input.placeholder = this.t("feedback.comment");
+        input.value = this.ratingComment || "";
+        const send = el("button", "ba-tool", this.t("feedback.send"));
+        send.type = "submit";
+        form.addEventListener("submit", (ev) => {
+          ev.preventDefault();
+          this.rate(this.rating, input.value.trim());
+        });
+        form.append(label, input, send);
+        box.appendChild(form);
+      }
+      if (this.ratingNote) box.appendChild(el("span", "ba-feedback-note", this.t(this.ratingNote)));
+      return box;
+    }
+
+    async rate(rating, comment) {
+      this.rating = rating;
+      this.ratingComment = comment;
+      let ok = false;
+      try {
+        const token = await this.panel.token();
+        const resp = await fetch(this.panel.baseUrl + "/api/v1/assistant/feedback", {
+          method: "POST",
+          headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+          body: JSON.stringify({turn: this.ratedTurn(), rating: rating, comment: comment}),
+        });
+        ok = resp.ok;
+      } catch (err) { ok = false; }
+      this.ratingNote = ok ? (comment ? "feedback.thanksComment" : "feedback.thanks")
+        : "feedback.failed";
+      this.renderTools();
+      const focus = this.toolsEl.querySelector(comment ? ".ba-feedback-note"
+        : ".ba-feedback-form input");
+      if (focus && focus.tagName === "INPUT") focus.focus();
+    }
+
+    async copy(button) {
+      const text = this.visibleText();
+      let ok = false;
+      try {
+        await navigator.clipboard.writeText(text);
+        ok = true;
+      } catch (err) { ok = false; }
+      button.textContent = this.t(ok ? "tools.copied" : "tools.copyFailed");
+      window.setTimeout(() => { button.textContent = this.t("tools.copy"); }, 2000);
     }
 
     renderNote() {
@@ -527,16 +719,25 @@
         }
         if (s.local) summary.append(document.createTextNode(" "),
                                     el("span", "ba-badge", this.t("sources.local")));
-        if (typeof s.score === "number") {
-          summary.append(document.createTextNode(" "), el("span", "ba-score",
-            this.t("sources.score", {score: Number(s.score.toPrecision(3))})));
-        }
+        // No score: a rank-fusion score is not a relevance people could read.
         const body = el("div", "ba-excerpt");
-        for (const para of String(s.excerpt || "").split(/\n\s*\n/)) {
-          const text = para.replace(/\s+/g, " ").trim();
-          if (text) body.appendChild(el("p", "ba-excerpt-text", text));
-        }
-        if (!s.local && s.source) {
+        const paras = String(s.excerpt || "").split(/\n\s*\n/)
+          .map((para) => para.replace(/\s+/g, " ").trim()).filter((para) => para);
+        paras.forEach((text, k) => {
+          // An excerpt cut mid-sentence says so.
+          const cut = k === 0 && /^[a-zà-ž,;)]/.test(text);
+          body.appendChild(el("p", "ba-excerpt-text", (cut ? "… " : "") + text));
+        });
+        const url = typeof s.url === "string" && /^https:\/\//.test(s.url) ? s.url : null;
+        if (url) {
+          const p = el("p", "ba-path");
+          const a = el("a", "ba-open", this.t("sources.open", {path: s.source || s.title}));
+          a.href = url;
+          a.target = "_blank";
+          a.rel = "noopener noreferrer";
+          p.appendChild(a);
+          body.appendChild(p);
+        } else if (!s.local && s.source) {
           body.appendChild(el("p", "ba-path", this.t("sources.path", {path: s.source})));
         }
         details.append(summary, body);
@@ -556,11 +757,23 @@
       this.stepsEl.hidden = false;
       const timed = events.filter((e) => !e.restart);
       this.stepsSummary.textContent = this.t("steps.title", {count: timed.length});
+      // In the order the steps started (a point event arrives before the step around it ends).
+      const ordered = [];
+      let run = [];
+      for (const e of events) {
+        if (e.restart) {
+          ordered.push(...run.sort((a, b) => (Number(a.start_ms) || 0) - (Number(b.start_ms) || 0)), e);
+          run = [];
+        } else {
+          run.push(e);
+        }
+      }
+      ordered.push(...run.sort((a, b) => (Number(a.start_ms) || 0) - (Number(b.start_ms) || 0)));
       const total = this.done && this.done.timing && this.done.timing.total_ms
         ? this.done.timing.total_ms
         : Math.max(1, ...timed.map((e) => (Number(e.start_ms) || 0) + (Number(e.ms) || 0)));
       const items = [];
-      for (const e of events) {
+      for (const e of ordered) {
         const li = el("li", "ba-step");
         if (e.restart) {
           li.textContent = this.t("steps.restart", {attempt: e.attempt});
@@ -584,8 +797,8 @@
         const label = (extra.length ? name + " (" + extra.join(", ") + ")" : name);
         const start = Math.round(Number(e.start_ms) || 0);
         const ms = Math.round(Number(e.ms) || 0);
-        const text = e.ms ? this.t("steps.line", {name: label, start: start, ms: ms})
-          : this.t("steps.point", {name: label, start: start});
+        const text = e.ms ? this.t("steps.line", {name: label, took: this.panel.duration(ms)})
+          : this.t("steps.point", {name: label, at: this.panel.duration(start)});
         const bar = el("span", "ba-step-bar");
         bar.setAttribute("aria-hidden", "true");
         const fillEl = el("span", "ba-step-fill");
@@ -598,7 +811,7 @@
       }
       if (this.done && this.done.timing && typeof this.done.timing.total_ms === "number") {
         items.push(el("li", "ba-step ba-step-total",
-          this.t("steps.total", {ms: Math.round(this.done.timing.total_ms)})));
+          this.t("steps.total", {took: this.panel.duration(this.done.timing.total_ms)})));
       }
       this.stepsList.replaceChildren(...items);
     }
@@ -629,9 +842,37 @@
       this.bindings = [];
       this.lastDone = null;
       this.projectId = this.opts.projectId !== undefined ? this.opts.projectId : null;
+      this.follow = true;  // keep the newest words in view until the person scrolls up
+      this.clock = null;
       this.build();
       this.applyLang();
+      this.restore();
       if (this.opts.projectPicker) this.loadProjects();
+      window.addEventListener("scroll", () => this.onScroll(), {passive: true});
+    }
+
+    // "4.2" in English, "4,2" in Czech.
+    seconds(ms) {
+      return new Intl.NumberFormat(this.lang, {minimumFractionDigits: 1, maximumFractionDigits: 1})
+        .format(Math.max(0, ms) / 1000);
+    }
+
+    // A figure of the project's scale, in the interface's number format.
+    number(v) {
+      return new Intl.NumberFormat(this.lang, {maximumFractionDigits: 2}).format(v);
+    }
+
+    async projectChart(projectId) {
+      const token = await this.token();
+      const resp = await fetch(this.baseUrl + "/api/v1/assistant/projects/" +
+        encodeURIComponent(projectId) + "/chart", {headers: {"Authorization": "Bearer " + token}});
+      if (!resp.ok) throw await errorFrom(resp, this.t("error.connection"));
+      return resp.json();
+    }
+
+    duration(ms) {
+      return ms < 1000 ? this.t("time.ms", {n: Math.round(ms)})
+        : this.t("time.s", {n: this.seconds(ms)});
     }
 
     t(key, params) { return translate(this.lang, key, params); }
@@ -668,7 +909,18 @@
       langSelect.addEventListener("change", () => this.setLang(langSelect.value));
       this.langSelect = langSelect;
       langBox.append(langLabel, langSelect);
-      header.append(heading, langBox);
+      const toolbar = el("div", "ba-toolbar");
+      const newChat = this.bind(el("button", "ba-tool ba-new"), "tools.newChat");
+      newChat.type = "button";
+      newChat.id = this.id("new");
+      newChat.addEventListener("click", () => this.newChat());
+      const exportChat = this.bind(el("button", "ba-tool ba-export"), "tools.export");
+      exportChat.type = "button";
+      exportChat.id = this.id("export");
+      exportChat.addEventListener("click", () => this.exportChat());
+      toolbar.append(newChat, exportChat);
+      this.toolbar = toolbar;
+      header.append(heading, langBox, toolbar);
       const intro = this.bind(el("p", "ba-intro"), "panel.intro");
 
       const conversation = el("section", "ba-conversation");
@@ -680,6 +932,20 @@
 
       this.statusEl = el("p", "ba-status");
       this.statusEl.id = this.id("status");
+      this.spinnerEl = el("span", "ba-spinner");
+      this.spinnerEl.setAttribute("aria-hidden", "true");
+      this.spinnerEl.hidden = true;
+      this.statusText = el("span", "ba-status-text");
+      this.statusEl.append(this.spinnerEl, this.statusText);
+      this.jumpButton = this.bind(el("button", "ba-jump"), "tools.jump");
+      this.jumpButton.type = "button";
+      this.jumpButton.id = this.id("jump");
+      this.jumpButton.hidden = true;
+      this.jumpButton.addEventListener("click", () => {
+        this.follow = true;
+        this.scrollToLatest();
+        this.question.focus({preventScroll: true});
+      });
       // Screen readers hear the finished answer once, not every token.
       this.announceEl = el("div", "ba-vh");
       this.announceEl.id = this.id("announce");
@@ -698,6 +964,8 @@
         select.addEventListener("change", () => { this.projectId = select.value || null; });
         this.projectSelect = select;
         this.projectNote = el("p", "ba-project-note");
+        this.projectNote.id = this.id("project-note");
+        select.setAttribute("aria-describedby", this.projectNote.id);
         this.projectNote.hidden = true;
         row.append(label, select, this.projectNote);
         form.appendChild(row);
@@ -728,8 +996,12 @@
       stop.id = this.id("stop");
       stop.hidden = true;
       stop.addEventListener("click", () => { if (this.current) this.current.cancel(); });
+      this.busyNote = this.bind(el("p", "ba-busy"), "form.busy");
+      this.busyNote.id = this.id("busy");
+      this.busyNote.setAttribute("role", "status");
+      this.busyNote.hidden = true;
       actions.append(ask, stop);
-      form.append(qLabel, question, hint, actions);
+      form.append(qLabel, question, hint, actions, this.busyNote);
       form.addEventListener("submit", (ev) => {
         ev.preventDefault();
         this.submit();
@@ -738,19 +1010,23 @@
       this.askButton = ask;
       this.stopButton = stop;
 
-      root.append(header, intro, conversation, this.statusEl, this.announceEl, form);
+      const dock = el("div", "ba-dock");  // the status and the form, fixed at the bottom
+      dock.append(this.jumpButton, this.statusEl, form);
+      root.append(header, intro, conversation, this.announceEl, dock);
     }
 
     setLang(lang) {
       const code = normLang(lang);
       if (!code || code === this.lang) return;
       this.lang = code;
+      storageSet("localStorage", LANG_KEY, code);
       this.applyLang();
       for (const turn of this.turns) {
         if (turn.finished) turn.renderAll();
         else { turn.relabel(); turn.renderSteps(); }
       }
-      if (this.statusKey) this.setStatus(this.statusKey);
+      if (this.statusKey) this.renderStatus();
+      if (this.projectNoteKey) this.setProjectNote(this.projectNoteKey, this.projectNoteError);
       if (this.projectSelect) this.fillProjects(this.projects || []);
       this.root.dispatchEvent(new CustomEvent("ba-languagechange",
         {bubbles: true, detail: {lang: code}}));
@@ -766,9 +1042,27 @@
       }
     }
 
+    // The status line; while a turn runs it shows a spinner and, after a second, the seconds.
     setStatus(key, params) {
       this.statusKey = key;
-      this.statusEl.textContent = key ? this.t(key, params) : "";
+      this.statusParams = params || null;
+      this.renderStatus();
+    }
+
+    renderStatus() {
+      const running = !!(this.current && !this.current.finished);
+      let text = this.statusKey ? this.t(this.statusKey, this.statusParams) : "";
+      if (running && this.statusKey !== "status.writing") {
+        const elapsed = Math.floor((performance.now() - this.current.startedAt) / 1000);
+        if (elapsed >= 1) text += " " + this.t("status.elapsed", {n: elapsed});
+      }
+      this.statusText.textContent = text;
+      this.spinnerEl.hidden = !running || this.statusKey === "status.writing";
+      if (running && !this.clock) this.clock = window.setInterval(() => this.renderStatus(), 250);
+      if (!running && this.clock) {
+        window.clearInterval(this.clock);
+        this.clock = null;
+      }
     }
 
     announce(text) {
@@ -816,19 +1110,40 @@
     async loadProjects() {
       if (!this.projectSelect) return;
       if (!this.projects) this.fillProjects([]);
+      let token;
       try {
-        const token = await this.token();
+        token = await this.token();
+      } catch (err) {  // no token to be had: a visitor who has not signed in
+        this.fillProjects([]);
+        this.setProjectNote("form.projectsSignIn", false);
+        return;
+      }
+      try {
         const resp = await fetch(this.baseUrl + "/api/v1/assistant/projects", {
           headers: {"Authorization": "Bearer " + token},
         });
+        if (resp.status === 401 || resp.status === 403) {
+          // Not signed in (an anonymous visitor): nothing went wrong, there is just no list.
+          this.fillProjects([]);
+          this.setProjectNote("form.projectsSignIn", false);
+          return;
+        }
         if (!resp.ok) throw await errorFrom(resp, this.t("form.projectsFailed"));
         const body = await resp.json();
-        this.fillProjects(Array.isArray(body.projects) ? body.projects : []);
-        this.projectNote.hidden = true;
+        const projects = Array.isArray(body.projects) ? body.projects : [];
+        this.fillProjects(projects);
+        this.setProjectNote(projects.length ? null : "form.projectsNone", false);
       } catch (err) {
-        this.projectNote.textContent = this.t("form.projectsFailed");
-        this.projectNote.hidden = false;
+        this.setProjectNote("form.projectsFailed", true);
       }
+    }
+
+    setProjectNote(key, isError) {
+      this.projectNoteKey = key;
+      this.projectNoteError = isError;
+      this.projectNote.hidden = !key;
+      this.projectNote.textContent = key ? this.t(key) : "";
+      this.projectNote.classList.toggle("ba-project-error", !!isError);
     }
 
     fillProjects(projects) {
@@ -864,7 +1179,10 @@
 
     submit() {
       const text = this.question.value.trim();
-      if (this.current && !this.current.finished) return;
+      if (this.current && !this.current.finished) {
+        this.busyNote.hidden = false;  // says why Enter did nothing; the text stays
+        return;
+      }
       if (!text) {
         this.setStatus("form.empty");
         this.question.focus();
@@ -874,25 +1192,152 @@
       this.ask(text);
     }
 
-    ask(text) {
+    projectOf(id) {
+      if (!id) return null;
+      const found = (this.projects || []).find((p) => String(p.id) === String(id));
+      return {id: String(id), name: String(found ? found.name || found.id : id)};
+    }
+
+    ask(text, projectId) {
       const history = this.historyForAsk();
-      const turn = new Turn(this, text, this.turns.length + 1);
+      // Regenerate asks about the turn's own project, whatever the picker shows now.
+      const pid = projectId !== undefined ? projectId : this.projectId;
+      const turn = new Turn(this, text, this.turns.length + 1, this.projectOf(pid));
+      const previous = this.turns[this.turns.length - 1];
       this.turns.push(turn);
       this.current = turn;
-      this.lastAsk = {message: text, history: history, project_id: this.projectId};
+      this.lastAsk = {message: text, history: history, project_id: pid};
       this.emptyEl.hidden = true;
       this.conversation.appendChild(turn.root);
       this.conversation.setAttribute("aria-busy", "true");
       this.askButton.setAttribute("aria-disabled", "true");
       this.stopButton.hidden = false;
-      turn.start({type: "ask", message: text, history: history, project_id: this.projectId});
+      this.busyNote.hidden = true;
+      if (previous) previous.renderTools();  // regenerate moves to the newest answer
+      this.follow = true;
+      turn.start({type: "ask", message: text, history: history, project_id: pid});
+      this.scrollToLatest();
       return turn;
+    }
+
+    // Ask the last question again, in place of its answer.
+    regenerate(turn) {
+      if (this.current && !this.current.finished) return;
+      if (turn !== this.turns[this.turns.length - 1]) return;
+      this.turns.pop();
+      if (turn.done) this.history.splice(-2, 2);
+      turn.root.remove();
+      this.ask(turn.question, turn.project ? turn.project.id : null);
+    }
+
+    newChat() {
+      if (this.current && !this.current.finished) this.current.cancel();
+      this.turns = [];
+      this.history = [];
+      this.current = null;
+      this.lastDone = null;
+      this.conversation.replaceChildren(this.emptyEl);
+      this.emptyEl.hidden = false;
+      this.busyNote.hidden = true;
+      this.setStatus(null);
+      storageSet("sessionStorage", SAVE_KEY, null);
+      this.question.focus();
+    }
+
+    // The conversation as Markdown text, downloaded as a file.
+    exportChat() {
+      const lines = [];
+      for (const turn of this.turns) {
+        lines.push("## " + this.t("turn.you"), "", turn.question, "");
+        if (turn.project) lines.push("_" + this.t("turn.project", {name: turn.project.name}) + "_", "");
+        lines.push("## " + this.t("turn.assistant"), "",
+                   turn.done ? turn.done.answer || "" : turn.errorText(), "");
+        for (const src of (turn.done && turn.done.sources) || []) {
+          lines.push("[" + src.n + "] " + src.title +
+                     (sectionPath(src.section, src.title) ? " > " + sectionPath(src.section, src.title) : "") +
+                     (src.url ? " " + src.url : ""));
+        }
+        lines.push("");
+      }
+      const blob = new Blob([lines.join("\n")], {type: "text/markdown;charset=utf-8"});
+      const a = el("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = "become-assistant-conversation.md";
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      window.setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+      this.lastExport = lines.join("\n");
+    }
+
+    // This tab's conversation survives a reload (sessionStorage; new chat clears it).
+    save() {
+      const turns = this.turns.filter((t) => t.finished).map((t) => ({
+        question: t.question, project: t.project, done: t.done, chart: t.chart,
+        error: t.error ? {code: t.error.code, message: t.error.message, local: t.error.local,
+                          retry_after: t.error.retry_after} : null}));
+      storageSet("sessionStorage", SAVE_KEY, JSON.stringify({v: 1, turns: turns,
+        history: this.history}));
+    }
+
+    restore() {
+      let saved = null;
+      try { saved = JSON.parse(storageGet("sessionStorage", SAVE_KEY) || "null"); } catch (err) {
+        saved = null;
+      }
+      if (!saved || saved.v !== 1 || !Array.isArray(saved.turns)) return;
+      for (const s of saved.turns) {
+        if (!s || typeof s.question !== "string") continue;
+        const turn = new Turn(this, s.question, this.turns.length + 1, s.project || null);
+        turn.finished = true;
+        turn.done = s.done && typeof s.done === "object" ? s.done : null;
+        turn.error = turn.done ? null : s.error || {code: 0, local: "error.lost"};
+        turn.text = turn.done ? String(turn.done.answer || "") : "";
+        turn.chart = s.chart && typeof s.chart === "object" ? s.chart : null;
+        turn.answerEl.dataset.state = turn.done ? "done" : "error";
+        this.turns.push(turn);
+        this.conversation.appendChild(turn.root);
+        if (turn.done) this.lastDone = turn.done;
+      }
+      this.history = Array.isArray(saved.history) ? saved.history.filter((m) =>
+        m && (m.role === "user" || m.role === "assistant") && typeof m.content === "string") : [];
+      this.emptyEl.hidden = this.turns.length > 0;
+      for (const turn of this.turns) turn.renderAll();
+    }
+
+    // ---- following the answer as it is written ----
+
+    nearBottom() {
+      const doc = document.scrollingElement || document.documentElement;
+      return doc.scrollHeight - (doc.scrollTop + window.innerHeight) <= FOLLOW_SLACK_PX;
+    }
+
+    onScroll() {
+      this.follow = this.nearBottom();
+      this.updateJump();
+    }
+
+    updateJump() {
+      const running = !!(this.current && !this.current.finished);
+      this.jumpButton.hidden = this.follow || !running;
+    }
+
+    scrollToLatest() {
+      const doc = document.scrollingElement || document.documentElement;
+      window.scrollTo({top: doc.scrollHeight, behavior: "instant"});
+      this.updateJump();
+    }
+
+    followAnswer() {
+      if (this.follow) this.scrollToLatest();
+      else this.updateJump();
     }
 
     turnEnded(turn, outcome) {
       if (turn !== this.current) return;
       this.conversation.removeAttribute("aria-busy");
       this.askButton.removeAttribute("aria-disabled");
+      this.busyNote.hidden = true;
       const stopHadFocus = document.activeElement === this.stopButton;
       this.stopButton.hidden = true;
       if (stopHadFocus) this.question.focus();
@@ -903,12 +1348,14 @@
         this.setStatus("status.done");
         this.announce(this.t("announce.done", {text: turn.visibleText()}));
       } else if (outcome === "stopped") {
-        this.setStatus("status.stopped");
+        this.setStatus(null);  // the turn's own note says it was stopped; once is enough
         this.announce(this.t("announce.stopped"));
       } else {
         this.setStatus("status.failed");
         this.announce(this.t("announce.error", {text: turn.errorText()}));
       }
+      this.save();
+      this.followAnswer();
     }
   }
 

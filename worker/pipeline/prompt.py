@@ -63,9 +63,12 @@ def build_messages(question: str, history: tuple[Message, ...], retrieval: Retri
     system = prompt_text("answer_system.txt").strip()
     if structured:
         system += "\n\n" + prompt_text("answer_structured.txt").strip()
-    system += "\n\n" + prompt_text("passages.txt").format(passages=format_passages(retrieval))
+    # The project block before the passages: it is the same for every question about a project,
+    # so the model server reuses its evaluated prefix (llama.cpp's prefix cache) and only the
+    # passages and the question are read again (docs/benchmarks.md, time to the first word).
     if project:
         system += "\n\n" + project
+    system += "\n\n" + prompt_text("passages.txt").format(passages=format_passages(retrieval))
     line = language_line(lang)
     if line:
         system += "\n\n" + line

@@ -37,6 +37,7 @@ from worker.pipeline.rewrite import (
     translate_fewshot,
     translate_for_search,
 )
+from worker.pipeline.source_links import link_for
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
@@ -61,13 +62,14 @@ class TurnDeps:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def sources_of(retrieval: Retrieval) -> list[dict[str, Any]]:
+def sources_of(retrieval: Retrieval, manifest: str = "") -> list[dict[str, Any]]:
     """The source list of the done frame, numbered as the model saw the passages."""
     out = []
     for n, p in enumerate(retrieval.passages, start=1):
         excerpt = p.text if len(p.text) <= EXCERPT_CHARS else p.text[:EXCERPT_CHARS] + "…"
         out.append({"n": n, "title": p.title, "section": p.section, "excerpt": excerpt,
-                    "score": p.score, "source": p.source, "local": p.local})
+                    "score": p.score, "source": p.source, "local": p.local,
+                    "url": link_for(manifest, p.source, p.section, p.local)})
     return out
 
 
@@ -168,15 +170,19 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     shown = answer.text if s.show_sources else strip_markers(answer.text)
     if s.trace_text:
         trace.message, trace.answer = req.message, answer.text
+    # Checked in code: the panel notes an answer written in another language (B-33).
+    answer_lang = detect_language(answer.text)
     emit.done(
         answer=shown,
-        sources=sources_of(retrieval) if s.show_sources else [],
+        sources=sources_of(retrieval, s.corpus_manifest) if s.show_sources else [],
         checks=checks,
         usage=trace.usage,
         timing={"total_ms": round((time.monotonic() - emit.started) * 1000, 1),
                 "first_token_ms": answer.first_token_ms, "steps": emit.steps},
         index=retrieval.index_version,
         language=lang,
+        answer_language=answer_lang,
+        language_differs=answer_lang != lang and {answer_lang, lang} <= {"cs", "en"},
         **form,
         **extra,
     )

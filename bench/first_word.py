@@ -1,0 +1,176 @@
+"""Time to the first word with the real local model (SmolLM2-135M on llama.cpp), as a person
+waits for it: the client sends `ask` -> the client receives the first `token` frame, through the
+real web server, Redis, Celery worker, retrieval and model server. Documentation questions and
+project questions (the demo app's 60-opinion "Regional flood plan", read with alice's token),
+each with the prompt's token count from the done frame's usage. Each turn is stopped after its
+first word (the rest of the answer is not what is measured).
+
+Run: .venv/bin/python -m bench.first_word --questions 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+
+from simple_websocket import Client
+
+from corpus_jobs.client import ws_url
+from corpus_jobs.demo_app import bootstrap_demo_db, start_demo_app
+from corpus_jobs.demo_seed import FLOOD_PLAN
+from tests import conftest
+from tests.wsutil import app_token, get_ticket
+
+DOC_QUESTIONS = [
+    "How does the search work?", "What does the assistant send to the model?",
+    "How are citations checked?", "What happens when a worker dies mid-answer?",
+    "How do I rebuild the index?", "Which models run locally?", "What is a ticket?",
+    "How long is a ticket valid?", "How do I stop an answer?", "What is the replay log?",
+    "How are numbers checked?", "Which languages are supported?",
+    "How do I run the assistant?", "What does the status command show?",
+    "Where are traces stored?", "How is the conversation history trimmed?",
+    "What does the done frame contain?", "How are Czech questions searched?",
+    "What is BM25 used for?", "How does the panel show sources?",
+]
+PROJECT_QUESTIONS = [
+    "What is the best compromise of my project?", "How far apart are the experts?",
+    "What is the maximum error here?", "Which expert is furthest from the compromise?",
+    "What is the median of the opinions?", "How many experts gave an opinion?",
+    "Is the mean close to the median?", "What does the result mean for the flood plan?",
+    "What is the scale of the project?", "How much do the experts agree?",
+    "What is the arithmetic mean?", "Who has the lowest estimate?",
+    "Who has the highest estimate?", "Summarise the opinions.",
+    "Is the result reliable?", "What is the peak of the best compromise?",
+    "How wide is the best compromise?", "Explain the result simply.",
+    "What would change with one more expert?", "Why is there a maximum error?",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank)."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
+
+
+def first_words(base_url: str, token: Callable[[], str], questions: list[str],
+                project: str | None, count: Callable[[str], int]) -> list[tuple[float, int]]:
+    """(seconds to the first token, prompt tokens) per question."""
+    out = []
+    for q in questions:
+        # A fresh token per question: a dev token lives 15 minutes, a run is longer.
+        ws = Client.connect(ws_url(base_url, get_ticket(base_url, token())))
+        try:
+            t0 = time.perf_counter()
+            ws.send(json.dumps({"type": "ask", "message": q, "project_id": project}))
+            first = None
+            usage = 0
+            while True:
+                raw = ws.receive(timeout=180)
+                if raw is None:
+                    raise SystemExit(f"no frame in 180 s for {q!r}")
+                f = json.loads(raw)
+                if f["type"] == "token" and first is None:
+                    first = time.perf_counter() - t0
+                if f["type"] == "done":
+                    usage = int((f.get("usage") or {}).get("prompt_tokens") or 0)
+                if f["type"] in ("done", "error"):
+                    if f["type"] == "error" and first is None:
+                        raise SystemExit(f"turn failed: {f.get('message')}")
+                    break
+        finally:
+            ws.close()
+        assert first is not None
+        out.append((first, usage or count(q)))
+        print(f"  {first:6.2f} s  prompt {out[-1][1]:5d} tokens  {q}", file=sys.stderr, flush=True)
+    return out
+
+
+def prompt_tokens(st: conftest.Stack, question: str, project_text: str | None) -> int:
+    """The answer prompt's tokens for a question, counted by the model server's tokenizer on the
+    same messages the worker builds (llama.cpp's streamed usage is empty), in ChatML."""
+    from shared.language import detect_language
+    from worker.db import corpus_connection
+    from worker.pipeline.prompt import build_messages
+    from worker.pipeline.retrieve import retrieve
+
+    with corpus_connection(st.settings) as conn:
+        retrieval = retrieve(conn, st.settings, question, original=question)
+    messages = build_messages(question, (), retrieval, detect_language(question), project_text)
+    chatml = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    chatml += "<|im_start|>assistant\n"
+    base = st.settings.answer.base_url.removesuffix("/v1")
+    req = urllib.request.Request(f"{base}/extras/tokenize/count",
+                                 json.dumps({"input": chatml}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return int(json.loads(r.read())["count"])
+
+
+def alice_token(demo_app: str) -> str:
+    form = urllib.parse.urlencode({"username": "alice@example.com",
+                                   "password": "demo-password"}).encode()
+    with urllib.request.urlopen(f"{demo_app}/api/v1/auth/login", form, timeout=10) as r:
+        return str(json.loads(r.read())["access_token"])
+
+
+def report(name: str, rows: list[tuple[float, int]]) -> str:
+    times = [r[0] for r in rows]
+    tokens = sorted(r[1] for r in rows)
+    return (f"| {name} | {len(rows)} | {pct(times, 0.5):.2f} s | {pct(times, 0.95):.2f} s | "
+            f"{tokens[len(tokens) // 2]} (from {tokens[0]} to {tokens[-1]}) |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--questions", type=int, default=20, help="questions of each kind (max 20)")
+    ap.add_argument("--only", choices=["docs", "project"], default=None,
+                    help="measure one kind of question only")
+    args = ap.parse_args()
+    n = max(1, min(args.questions, 20))
+    with conftest.bench_services() as (sup, _scripted):
+        dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{conftest.PG_PORT}/postgres")
+        demo_app = start_demo_app(sup, conftest.port(8031), dsn, conftest.stack_env({}))
+        st = conftest.start_stack(sup, "bench-first-word", conftest.WEB_PORT + 20, {
+            "ASSISTANT_REDIS_URL": conftest.redis_url(9),
+            "ASSISTANT_APP_API_URL": demo_app})
+        from web.app_api import AppApi, read_project_context
+
+        try:
+            token = alice_token(demo_app)
+            context, _ms = read_project_context(AppApi(demo_app, 10), token, FLOOD_PLAN)
+
+            def doc_count(q: str) -> int:
+                return prompt_tokens(st, q, None)
+
+            def project_count(q: str) -> int:
+                return prompt_tokens(st, q, context.text)
+
+            # One warm-up turn of each kind (model load, connections).
+            docs: list[tuple[float, int]] = []
+            projects: list[tuple[float, int]] = []
+            if args.only != "project":
+                first_words(st.base_url, lambda: app_token(st), ["What is BeCoMe?"], None, doc_count)
+                docs = first_words(st.base_url, lambda: app_token(st), DOC_QUESTIONS[:n], None,
+                                   doc_count)
+            if args.only != "docs":
+                first_words(st.base_url, lambda: alice_token(demo_app), ["What is my project about?"], FLOOD_PLAN,
+                            project_count)
+                projects = first_words(st.base_url, lambda: alice_token(demo_app), PROJECT_QUESTIONS[:n], FLOOD_PLAN,
+                                       project_count)
+        finally:
+            st.sup.stop_all()
+    print("| questions | n | first word p50 | p95 | prompt tokens (median, range) |")
+    print("|---|---|---|---|---|")
+    if docs:
+        print(report("documentation", docs))
+    if projects:
+        print(report("project (60 opinions)", projects))
+
+
+if __name__ == "__main__":
+    main()
