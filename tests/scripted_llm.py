@@ -1,9 +1,11 @@
 """A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
 
-Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
-and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
+Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0,
+"die_after": -1} and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
 "chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
 `match` with that rule's chunks instead (first rule that fits; else the default chunks).
+"die_after": N >= 0 drops the connection after N chunks (a model server dying mid-stream);
+"stall_s" before the first chunk with a large value is a server that accepts and sends nothing.
 Run: python -m tests.scripted_llm PORT
 """
 
@@ -18,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_SCRIPT: dict[str, Any] = {"chunks": ["Scripted answer [1]."], "delay_s": 0.0,
-                                  "stall_s": 0.0, "status": 0}
+                                  "stall_s": 0.0, "status": 0, "die_after": -1}
 
 
 class State:
@@ -120,6 +122,11 @@ class Handler(BaseHTTPRequestHandler):
         time.sleep(float(script.get("stall_s") or 0))
         try:
             for i, chunk in enumerate(script["chunks"]):
+                if i == int(script.get("die_after", -1)):
+                    # Dies: the peer sees the stream end with no finish_reason and no [DONE].
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
                 self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
                              "choices": [{"index": 0, "delta": {"content": chunk},
                                           "finish_reason": None}]})

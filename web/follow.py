@@ -48,6 +48,7 @@ class TurnFollower:
     attempt: int = 1
     done: bool = False
     log: FrameLog = field(init=False)
+    redis_down_since: float | None = None
 
     def __post_init__(self) -> None:
         self.log = FrameLog(self.client, self.turn, self.settings.replay_ttl_s)
@@ -85,10 +86,33 @@ class TurnFollower:
         leases(self.settings).release(self.turn)
 
     def watch(self) -> list[dict[str, Any]]:
-        """On silence: fill gaps from the log, then check that a worker still runs the turn."""
+        """On silence: fill gaps from the log, then check that a worker still runs the turn.
+
+        While Redis is unreachable (a restart) it waits, up to the first-token limit, then
+        ends the turn for this client with an error frame; never silence.
+        """
+        try:
+            frames = self._watch()
+        except redis.RedisError:
+            now = time.monotonic()
+            self.redis_down_since = self.redis_down_since or now
+            if now - self.redis_down_since <= self.settings.first_token_timeout_s:
+                return []
+            self.done = True
+            exc = Unavailable("redis unreachable")
+            return [error_frame(self.turn, self.last + 1, exc.code, exc.public_message)]
+        self.redis_down_since = None
+        return frames
+
+    def _watch(self) -> list[dict[str, Any]]:
         missed = self.catch_up()
         if missed or self.done:
             return missed
+        if not self.log.intact():
+            # The replay log starts (seq 0) before the turn is enqueued and outlives it: its
+            # head gone means Redis lost its data (a restart), and with it the turn's state.
+            return self._abandon(Unavailable("turn state lost", public_message=(
+                "The answer was interrupted. Please ask again.")))
         attempt = 2 if self.client.exists(keys.turn_rerun(self.turn)) else self.attempt
         if turns.started(self.client, self.turn, attempt):
             if turns.lease_holder(self.client, self.turn) is not None:

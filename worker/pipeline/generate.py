@@ -44,6 +44,7 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
         kwargs["response_format"] = response_format
     parts: list[str] = []
     usage = (0, 0)
+    finished = False
     try:
         stream = client.chat.completions.create(**kwargs)
         for chunk in stream:
@@ -53,6 +54,7 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
             if chunk.usage is not None:
                 usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
             for choice in chunk.choices:
+                finished = finished or choice.finish_reason is not None
                 delta = choice.delta.content if choice.delta else None
                 if delta:
                     parts.append(delta)
@@ -61,4 +63,8 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
         raise TimedOut("model server stopped answering") from exc
     except openai.OpenAIError as exc:
         raise ModelError(f"answer call failed: {type(exc).__name__}") from exc
+    if not finished:
+        # The connection closed without a finish_reason: the server died mid-answer, and a
+        # done frame would present a cut answer as whole.
+        raise ModelError("answer stream ended before the model finished")
     return Generation("".join(parts), usage[0], usage[1], role.model)
