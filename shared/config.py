@@ -91,6 +91,8 @@ class Settings:
     ws_max_frame_bytes: int = 256 * 1024
     ws_frames_per_second: int = 20
     ws_idle_s: float = 300.0
+    # The worker's Prometheus endpoint, on 127.0.0.1 only; 0 = none.
+    worker_metrics_port: int = 0
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -269,6 +271,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         ws_max_frame_bytes=int(num("WS_MAX_FRAME_BYTES", d.ws_max_frame_bytes)),
         ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
         ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
+        worker_metrics_port=int(num("WORKER_METRICS_PORT", d.worker_metrics_port)),
         trusted_proxies=_proxies(env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies)),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),

@@ -27,7 +27,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """The application factory."""
     from web import errors
     from web.queue import turn_queue
-    from web.routes import api, panel, sse, ws
+    from web.routes import api, metrics, panel, sse, ws
     from web.sock import sock
 
     app = Flask(__name__)
@@ -47,6 +47,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(ws.bp)
     app.register_blueprint(sse.bp)
     app.register_blueprint(panel.bp)
+    app.register_blueprint(metrics.bp)
 
     @app.after_request
     def _security_headers(resp: Any) -> Any:

@@ -21,6 +21,7 @@ from shared.config import Settings
 from shared.errors import AssistantError, NotFound, TimedOut, Unavailable
 from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
 from shared.language import detect_language
+from shared.metrics import TURN_STARTS
 from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
@@ -169,6 +170,17 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
     Every limit is checked here, before any model call: the message quotas, then an
     in-flight slot (a lease the worker renews while the turn runs).
     """
+    try:
+        started = _start_turn(client, settings, relay, user, fields, sink)
+    except AssistantError as exc:
+        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
+        raise
+    TURN_STARTS.labels("accepted").inc()
+    return started
+
+
+def _start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
+                fields: dict[str, Any], sink: Any) -> tuple[Subscription, TurnFollower]:
     from web.guard import leases, limiter, process_id
 
     turn = uuid.uuid4().hex

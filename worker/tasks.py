@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from celery import shared_task
 
-from shared import traces, turns
+from shared import metrics, traces, turns
 from shared.celery_config import TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
 from shared.errors import AssistantError
@@ -59,13 +59,26 @@ def answer_turn(payload: dict[str, Any]) -> None:
         emit.error(exc.code, exc.public_message)
         return
     trace = traces.Trace(turn=turn, user_hash=req.user, attempt=attempt)
-    with TurnControl(client, turn, attempt, settings.turn_lease_s,
-                     Leases(settings, client)) as control:
-        deps = TurnDeps(settings, lambda: corpus_connection(settings),
-                        cancelled=control.cancelled)
-        run_turn(req, deps, emit, trace)
+    try:
+        with TurnControl(client, turn, attempt, settings.turn_lease_s,
+                         Leases(settings, client)) as control:
+            deps = TurnDeps(settings, lambda: corpus_connection(settings),
+                            cancelled=control.cancelled)
+            run_turn(req, deps, emit, trace)
+    finally:
+        observe(trace, started)
     save_trace(settings, trace)
     log.info("turn %s attempt %d: %s after %d frames", turn, attempt, trace.outcome, emit.seq)
+
+
+def observe(trace: traces.Trace, started: float) -> None:
+    """Metrics of a finished attempt (an attempt that raised counts as `crashed`)."""
+    first = next((s["start_ms"] / 1000 for s in trace.steps if s.get("step") == "first_token"),
+                 None)
+    flags = [name for name, check in trace.checks.items()
+             if isinstance(check, dict) and not check.get("valid", True)]
+    outcome = "crashed" if trace.outcome == "running" else trace.outcome
+    metrics.observe_turn(outcome, trace.error_code, first, started, flags)
 
 
 def save_trace(settings: Settings, trace: traces.Trace) -> None:

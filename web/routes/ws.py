@@ -26,6 +26,7 @@ from shared.errors import (
     Unavailable,
 )
 from shared.frames import encode
+from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
@@ -258,6 +259,7 @@ def assistant_ws(ws: Any) -> None:
     from web import relay_for_process
 
     session = Session(ws, g.ws_grant, settings(), relay_for_process())
+    OPEN_SOCKETS.inc()
     try:
         session.run()
     except ConnectionClosed:
@@ -269,3 +271,5 @@ def assistant_ws(ws: Any) -> None:
             pass
     except redis.RedisError:
         log.warning("socket ended: Redis unavailable")
+    finally:
+        OPEN_SOCKETS.dec()
