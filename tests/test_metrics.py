@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import urllib.request
 from collections.abc import Iterator
 
@@ -13,7 +14,9 @@ from simple_websocket import Client
 
 from corpus_jobs import stack
 from corpus_jobs.client import ws_url
+from corpus_jobs.run import Plan, start_processes
 from tests.conftest import (
+    VAR,
     Stack,
     port,
     redis_url,
@@ -94,3 +97,30 @@ def test_production_serves_metrics_to_a_direct_loopback_scrape_only(
     assert proxied.status_code == 404
     local = client.get("/metrics", environ_base={"REMOTE_ADDR": "127.0.0.1"})
     assert local.status_code == 200 and b"assistant_queue_depth" in local.data
+
+
+def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_llm: str
+                                                 ) -> None:
+    flower = port(5565)
+    start_processes(metrics_stack.sup, Plan(
+        var_dir=VAR, name="metrics-flower", flower_port=flower, web=False, worker=False,
+        beat=False), env={**metrics_stack.env, "FLOWER_UNAUTHENTICATED_API": "true"})
+    set_script(scripted_llm, [f"w{i} " for i in range(30)], delay_s=0.2)
+    states: set[str] = set()
+
+    def seen() -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{flower}/api/tasks", timeout=5) as r:
+            tasks = json.loads(r.read())
+        states.update(t.get("state") for t in tasks.values()
+                      if t.get("name") == "turn.answer")
+        return "GENERATE" in states
+
+    box: list[dict] = []  # type: ignore[type-arg]
+    asker = threading.Thread(target=lambda: box.append(ask(metrics_stack)))
+    asker.start()
+    try:
+        assert wait_for(seen, 20, 0.3), states
+    finally:
+        asker.join()
+    assert box and box[0]["type"] == "done"
+    assert wait_for(lambda: seen() or "SUCCESS" in states, 10) and "SUCCESS" in states

@@ -49,7 +49,7 @@ def answer_turn(payload: dict[str, Any]) -> None:
     if turns.finished(last):
         return
     emit = TurnEmitter(FrameLog(client, turn, settings.replay_ttl_s), started,
-                       seq=int(last["seq"]) if last else 0)
+                       seq=int(last["seq"]) if last else 0, on_step=flower_step)
     if attempt > 1:
         emit.restart(attempt)
     try:
@@ -69,6 +69,15 @@ def answer_turn(payload: dict[str, Any]) -> None:
         observe(trace, started)
     save_trace(settings, trace)
     log.info("turn %s attempt %d: %s after %d frames", turn, attempt, trace.outcome, emit.seq)
+
+
+def flower_step(name: str) -> None:
+    """Show the running step in Flower: a custom task event whose type becomes the task's
+    state there (RETRIEVE, GENERATE, ...). Monitoring never delays or fails a turn."""
+    try:
+        answer_turn.send_event(f"task-{name}", retry=False, step=name)
+    except Exception:  # noqa: BLE001 - any failure of the event bus is ignored here
+        log.debug("step event not sent")
 
 
 def observe(trace: traces.Trace, started: float) -> None:
