@@ -287,6 +287,57 @@ def r_web_hup(fs: FaultStack, n: int) -> Result:
     return ask(fs, f"How does the search work? (web hup {n})", lambda _f: hup_web(fs))
 
 
+def r_pg_rebuild(fs: FaultStack, n: int) -> list[Result]:
+    """PostgreSQL stopped during a rebuild: the build fails, the old index serves once the
+    database is back, and the next build resumes (embeds only what the first did not store)."""
+    from dataclasses import replace
+
+    from corpus_jobs.build import build_index
+    from corpus_jobs.manifest import load_manifest
+
+    settings = fs.stack.settings
+    # A model name of its own, so nothing is cached and the build takes a few seconds.
+    slow = replace(settings, embeddings=replace(
+        settings.embeddings, base_url=f"{fs.scripted}/v1", model=f"fault-{os.getpid()}-{n}"))
+    manifest = load_manifest(settings.corpus_manifest)
+    set_script(fs.scripted, CHUNKS, embed_delay_s=0.4)
+    before = current_version(fs)
+    failed: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            build_index(slow, manifest, force=True)
+        except Exception as exc:  # noqa: BLE001 - the failure is the point here
+            failed.append(exc)
+
+    t = threading.Thread(target=build)
+    t.start()
+    time.sleep(1.0)
+    stop_postgres(fs)
+    t.join()
+    start_postgres(fs)
+    results = [Result("rebuild failed" if failed else "rebuild finished before the stop", 0.0)]
+    set_script(fs.scripted, CHUNKS, embed_delay_s=0.0)
+    served = ask(fs, f"How does the search work? (rebuild {n})", None)
+    same = current_version(fs) == before
+    results.append(Result(f"question after: {served.outcome}"
+                          + ("" if same else " (index changed!)"), served.took))
+    report = build_index(slow, manifest, force=True)
+    resumed = 0 < report.embedded < report.passages
+    results.append(Result("rebuild resumed" if resumed else
+                          f"rebuild embedded {report.embedded} of {report.passages}", 0.0))
+    build_index(settings, manifest, force=True)  # back to the stack's own embeddings
+    return results
+
+
+def current_version(fs: FaultStack) -> str:
+    """The index version serving now."""
+    from shared import corpus_store
+
+    with corpus_store.connect(fs.stack.settings.corpus_read_dsn) as conn:
+        return corpus_store.current_index(conn).version
+
+
 def r_swaps(fs: FaultStack, n: int, swaps: int = 50, clients: int = 20) -> list[Result]:
     """`swaps` forced index rebuilds (each swaps the live table) while `clients` ask."""
     from corpus_jobs.build import build_index
@@ -323,6 +374,7 @@ FAULTS: dict[str, Callable[[FaultStack, int], Result | list[Result]]] = {
     "redis restarted mid-stream": r_redis,
     "PostgreSQL down during a question": r_pg_question,
     "PostgreSQL stopped mid-stream": r_pg_mid,
+    "PostgreSQL stopped during a rebuild": r_pg_rebuild,
     "chat model hangs": r_hang,
     "chat model dies mid-stream": r_dies,
     "chat model slow (1 token/s)": r_slow,
@@ -331,7 +383,7 @@ FAULTS: dict[str, Callable[[FaultStack, int], Result | list[Result]]] = {
     "web server reloaded (HUP) mid-stream": r_web_hup,
     "50 index swaps, 20 clients asking": r_swaps,
 }
-SHORT = dict(zip(("redis", "pg-question", "pg-mid", "hang", "dies", "slow", "embeddings",
+SHORT = dict(zip(("redis", "pg-question", "pg-mid", "pg-rebuild", "hang", "dies", "slow", "embeddings",
                   "web-kill", "web-hup", "swaps"), FAULTS, strict=True))
 
 

@@ -4,7 +4,7 @@ Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, 
 "die_after": -1} and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
 "chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
 `match` with that rule's chunks instead (first rule that fits; else the default chunks).
-"die_after": N >= 0 drops the connection after N chunks (a model server dying mid-stream);
+"embed_delay_s" slows every embeddings request (a long index build); "die_after": N >= 0 drops the connection after N chunks (a model server dying mid-stream);
 "stall_s" before the first chunk with a large value is a server that accepts and sends nothing.
 Run: python -m tests.scripted_llm PORT
 """
@@ -87,7 +87,9 @@ class Handler(BaseHTTPRequestHandler):
             with State.lock:
                 State.requests.append({"headers": dict(self.headers), "body": body,
                                        "path": self.path})
-            # Instant, deterministic unit vectors (for latency benchmarks), 384 dimensions.
+                delay = float(State.script.get("embed_delay_s") or 0)
+            time.sleep(delay)
+            # Deterministic unit vectors (instant by default: latency benchmarks), 384 dims.
             texts = body.get("input") or []
             texts = [texts] if isinstance(texts, str) else texts
             data = []

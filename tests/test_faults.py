@@ -49,6 +49,12 @@ def test_postgres_stopped_mid_stream_the_answer_completes(fs: FaultStack) -> Non
         assert r.outcome == "complete", r
 
 
+def test_postgres_stopped_during_a_rebuild_old_index_serves_and_rebuild_resumes(
+        fs: FaultStack) -> None:
+    got = [r.outcome for r in rounds(fs, faults.r_pg_rebuild, 1)]
+    assert got == ["rebuild failed", "question after: complete", "rebuild resumed"]
+
+
 def test_chat_model_that_hangs_times_out_at_first_token_limit(fs: FaultStack) -> None:
     for r in rounds(fs, faults.r_hang):
         assert r.outcome == "error 504", r
