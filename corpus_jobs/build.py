@@ -316,8 +316,10 @@ def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,
     from shared import keys
     from shared.redis_client import redis_client
 
+    # thread_local=False: the lease is renewed from another thread, and redis-py keeps a
+    # thread-local lock's token only in the thread that acquired it.
     lock = redis_client(settings).lock(keys.CORPUS_REBUILD_LOCK, timeout=LOCK_LEASE_S,
-                                       blocking=False)
+                                       blocking=False, thread_local=False)
     if not lock.acquire():
         return None
     stop = threading.Event()

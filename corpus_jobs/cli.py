@@ -128,21 +128,30 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     questions = evaluation.load_questions(args.questions)
 
     def run(spec: str) -> dict:
-        config, extra = evaluation.load_config(spec)
+        # "NAME+fewshot" / "NAME+chat": translate Czech questions first, on this side only.
+        name, _, how = spec.partition("+")
+        config, extra = evaluation.load_config(name)
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
         s = dataclasses.replace(settings, corpus_read_dsn=dsn)
         translate = None
-        if args.translate:
-            from worker.pipeline.rewrite import translate_for_search
+        role = s.translation
+        how = how or ("fewshot" if args.translate_fewshot else "chat" if args.translate else "")
+        if how not in ("", "fewshot", "chat"):
+            raise ConfigError(f"unknown translation {how!r}: +fewshot or +chat")
+        if how:
+            from worker.pipeline.rewrite import translate_fewshot, translate_for_search
+
+            step = translate_fewshot if how == "fewshot" else translate_for_search
+            role = s.translator if how == "fewshot" else s.translation
 
             def translate(text: str) -> tuple[str, str]:
-                return translate_for_search(s.translation, text, timeout_s=120), text
+                return step(role, text, timeout_s=120), text
 
         report = evaluation.run_eval(
             s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
             translate)
-        report["name"] = spec + (" +translate" if args.translate else "")
-        report["translation_model"] = s.translation.model if args.translate else None
+        report["name"] = name + (f"+{how}" if how else "")
+        report["translation_model"] = role.model if translate is not None else None
         return report
 
     def show(r: dict) -> None:
@@ -163,12 +172,14 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         show(b)
         out["b"] = b
         out["comparison"] = cmp = evaluation.compare(a, b)
-        for metric in ("hit@3", "mrr"):
-            c = cmp[metric]
-            verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
-            print(f"{args.compare} - {args.settings} {metric}: {c['mean_diff']:+.3f}  "
-                  f"90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
-                  f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
+        scopes = [("all", cmp)] + list(cmp.get("by_language", {}).items())
+        for scope, part in scopes:
+            for metric in ("hit@3", "mrr"):
+                c = part[metric]
+                verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
+                print(f"{args.compare} - {args.settings} {scope:<3} {metric}: "
+                      f"{c['mean_diff']:+.3f}  90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
+                      f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
                                   encoding="utf-8")
@@ -224,6 +235,9 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--out", default=None, help="write the JSON report here")
     er.add_argument("--translate", action="store_true",
                     help="translate Czech questions with the translation role first")
+    er.add_argument("--translate-fewshot", action="store_true",
+                    help="translate Czech questions first with a few-shot completion prompt "
+                         "(a base model such as Gemma 3 270M on the translation role)")
     er.set_defaults(func=cmd_eval_retrieval)
     # --- eval answers / eval seal (issue 14): all of it lives in corpus_jobs/eval_cli.py ---
     from corpus_jobs import eval_cli

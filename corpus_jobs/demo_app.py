@@ -8,7 +8,8 @@ Demo accounts, made-up and for local development and tests only: alice@example.c
 bob@example.com, carol@example.com (and every other seeded expert), all with the password
 "demo-password". See corpus_jobs.demo_seed for who belongs to which project.
 
-Differences from the real app: no refresh, logout, writes, invitations, photos or rate limits;
+Differences from the real app: no refresh, writes, invitations, photos or rate limits; logout
+keeps its list of revoked token ids in memory, as the real app does;
 login answers `refresh_token: null`; each member carries the opt-out flag the real app lacks,
 named `hidden_from_assistants` here.
 
@@ -163,8 +164,8 @@ def _member_json(row: Mapping[str, Any], base_url: str) -> dict[str, Any]:
             "hidden_from_assistants": bool(row["hidden_from_assistants"])}
 
 
-def _bearer_subject(header: str, secret: str) -> str:
-    """The user id in a valid access token from an Authorization header, else 401."""
+def _bearer_claims(header: str, secret: str) -> dict[str, Any]:
+    """The claims of a valid access token from an Authorization header, else 401."""
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise _unauthorized()
@@ -177,9 +178,10 @@ def _bearer_subject(header: str, secret: str) -> str:
     if claims.get("type") != "access":
         raise _unauthorized()
     try:
-        return str(uuid.UUID(str(claims["sub"])))
+        claims["sub"] = str(uuid.UUID(str(claims["sub"])))
     except ValueError:
         raise _unauthorized() from None
+    return claims
 
 
 def create_demo_app(dsn: str, secret: str) -> Flask:
@@ -197,8 +199,16 @@ def create_demo_app(dsn: str, secret: str) -> Flask:
         with psycopg.connect(dsn, row_factory=dict_row, autocommit=True) as conn:
             yield conn
 
+    revoked: set[str] = set()  # logged-out token ids; in memory, like the real app's list
+
+    def current_claims() -> dict[str, Any]:
+        claims = _bearer_claims(request.headers.get("Authorization", ""), secret)
+        if str(claims.get("jti")) in revoked:
+            raise _unauthorized()
+        return claims
+
     def current_user(conn: psycopg.Connection[dict[str, Any]]) -> dict[str, Any]:
-        subject = _bearer_subject(request.headers.get("Authorization", ""), secret)
+        subject = str(current_claims()["sub"])
         row = conn.execute("SELECT id, email, first_name, last_name FROM users WHERE id = %s",
                            (subject,)).fetchone()
         if row is None:  # a deleted account's token still verifies; the app refuses it
@@ -256,6 +266,12 @@ def create_demo_app(dsn: str, secret: str) -> Flask:
         token = mint_access_token(str(row["id"]), secret, ACCESS_TTL_S)
         return _json({"access_token": token, "refresh_token": None, "token_type": "bearer",
                       "expires_in": ACCESS_TTL_S})
+
+    @app.post("/api/v1/auth/logout")
+    def logout() -> Response:
+        claims = current_claims()
+        revoked.add(str(claims.get("jti")))
+        return _json({"detail": "Logged out"})
 
     @app.get("/api/v1/users/me")
     def me() -> Response:

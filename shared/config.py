@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from limits import RateLimitItem, parse_many
 
@@ -17,6 +18,7 @@ from shared.errors import ConfigError
 PROFILES = ("dev", "test", "production")
 PROFILE_ALIASES = {"deployed": "production"}
 PROVIDERS = ("local", "api")
+MODES = ("workflow", "agent", "hybrid")
 INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
 
 
@@ -62,6 +64,12 @@ class Settings:
     embeddings: ModelRole = ModelRole(
         "embeddings", "local", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1"
     )
+    # The offline translator of Czech questions (issue 12): a base model behind a few-shot
+    # completion prompt (Gemma 3 270M; llama.cpp's server). Used when the translation role
+    # is local and ASSISTANT_TRANSLATE_QUERIES is auto.
+    translator: ModelRole = ModelRole(
+        "translator", "local", "gemma-3-270m", "http://127.0.0.1:8083/v1"
+    )
     captions: ModelRole | None = None
     judge: ModelRole | None = None
     embedding_dim: int = 384
@@ -74,6 +82,12 @@ class Settings:
     translate_queries: str = "auto"  # auto: only with a hosted translation role (measured)
     rewrite_followups: bool = True
     answer_form: str = "prose"
+    # B-20: workflow (code fetches everything), agent (the model calls read-only tools) or
+    # hybrid (workflow retrieval and project summary, the rest through tools).
+    assistant_mode: str = "workflow"
+    # Whether the answer model may be offered tools: auto = only a hosted (`api`) role, since
+    # our local SmolLM2-135M cannot call tools; on/off force it (e.g. a local tool-capable model).
+    answer_tools: str = "auto"
     turn_lease_s: float = 6.0
     top_k: int = 3
     candidates: int = 20
@@ -93,6 +107,17 @@ class Settings:
     ws_idle_s: float = 300.0
     # The worker's Prometheus endpoint, on 127.0.0.1 only; 0 = none.
     worker_metrics_port: int = 0
+    ws_inbox_frames: int = 16  # client frames a socket holds unprocessed; more closes it
+    # /healthz: callers (addresses or CIDR blocks) who get the detail; others get up/down,
+    # rate-limited. Every caller shares one result, checked at most every health_cache_s.
+    health_trusted: str = "127.0.0.1/32,::1/128"
+    health_request_limit: str = "30/minute"
+    health_cache_s: float = 5.0
+    # Messages from one client address (an IPv6 /64 counts as one), across all its users.
+    client_message_limit: str = "120/hour"
+    max_streams_per_user: int = 4  # concurrent GET /turns/<turn>/events streams of a user
+    # How long the app's "yes" to GET /users/me for a token is reused (project turns).
+    app_token_check_cache_s: float = 30.0
     trusted_proxies: str = ""
     # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
     user_message_limit: str = "60/hour"
@@ -121,6 +146,12 @@ class Settings:
         if self.translate_queries == "auto":
             return self.translation.provider == "api"
         return self.translate_queries == "on"
+
+    @property
+    def fewshot_translates(self) -> bool:
+        """Whether Czech questions go to the offline few-shot translator (`auto` with a local
+        translation role; measured in docs/benchmarks.md, issue 12)."""
+        return self.translate_queries == "auto" and self.translation.provider == "local"
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
@@ -169,7 +200,8 @@ def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | N
         provider=(provider or base_default.provider).strip().lower(),
         model=model or base_default.model,
         base_url=(base or base_default.base_url).rstrip("/"),
-        api_key=api_key,
+        # A role's own key (ASSISTANT_<ROLE>_API_KEY) first; see _check_shared_key.
+        api_key=env.get(f"ASSISTANT_{prefix}_API_KEY", "") or api_key,
     )
     if role.provider not in PROVIDERS:
         raise ConfigError(f"ASSISTANT_{prefix}_PROVIDER must be one of {PROVIDERS}")
@@ -222,7 +254,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     answer = _role(env, "answer", "ANSWER", d.answer, api_key)
     translation = _role(env, "translation", "LLM", d.translation, api_key)
     embeddings = _role(env, "embeddings", "EMBEDDING", d.embeddings, api_key)
-    assert answer and translation and embeddings
+    translator = _role(env, "translator", "TRANSLATOR", d.translator, api_key)
+    assert answer and translation and embeddings and translator
     prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
     if prefix_mode not in ("input_type", "text", "none"):
         raise ConfigError("ASSISTANT_EMBEDDING_PREFIX_MODE must be input_type, text or none")
@@ -242,6 +275,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         answer=answer,
         translation=translation,
         embeddings=embeddings,
+        translator=translator,
         captions=_role(env, "captions", "CAPTION", None, api_key),
         judge=_role(env, "judge", "JUDGE", None, api_key),
         embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
@@ -253,6 +287,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         rewrite_followups=_bool(env.get("ASSISTANT_REWRITE_FOLLOWUPS", "true"),
                                 "ASSISTANT_REWRITE_FOLLOWUPS"),
         answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form),
+        assistant_mode=env.get("ASSISTANT_MODE", d.assistant_mode).strip().lower(),
+        answer_tools=env.get("ASSISTANT_ANSWER_TOOLS", d.answer_tools).strip().lower(),
         turn_lease_s=float(num("TURN_LEASE_S", d.turn_lease_s, float)),
         top_k=int(num("TOP_K", d.top_k)),
         retrieval_mode=env.get("ASSISTANT_RETRIEVAL_MODE", d.retrieval_mode),
@@ -272,6 +308,14 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
         ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
         worker_metrics_port=int(num("WORKER_METRICS_PORT", d.worker_metrics_port)),
+        ws_inbox_frames=int(num("WS_INBOX_FRAMES", d.ws_inbox_frames)),
+        health_trusted=env.get("ASSISTANT_HEALTH_TRUSTED", d.health_trusted),
+        health_request_limit=env.get("ASSISTANT_HEALTH_REQUEST_LIMIT", d.health_request_limit),
+        health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
+        client_message_limit=env.get("ASSISTANT_CLIENT_MESSAGE_LIMIT", d.client_message_limit),
+        max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
+        app_token_check_cache_s=float(num("APP_TOKEN_CHECK_CACHE_S", d.app_token_check_cache_s,
+                                          float)),
         trusted_proxies=_proxies(env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies)),
         user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
         client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),
@@ -283,9 +327,31 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         slot_lease_s=float(num("SLOT_LEASE_S", d.slot_lease_s, float)),
     )
     validate(settings)
+    _check_shared_key(env, settings)
     if settings.production:
         validate_production(settings, env)
     return settings
+
+
+_ROLE_KEY_PREFIX = {"answer": "ANSWER", "translation": "LLM", "embeddings": "EMBEDDING",
+                    "captions": "CAPTION", "judge": "JUDGE"}
+
+
+def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
+    """ASSISTANT_API_KEY is one provider's key: the hosted roles without a key of their own
+    must all be on one host, or one provider would receive another's key."""
+    if not env.get("ASSISTANT_API_KEY"):
+        return
+    sharing = [r for r in (settings.answer, settings.translation, settings.embeddings,
+                           settings.captions, settings.judge)
+               if r is not None and r.provider == "api"
+               and not env.get(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY")]
+    hosts = [urlsplit(r.base_url).hostname for r in sharing]
+    others = [r for r, h in zip(sharing, hosts, strict=True) if h != hosts[0]]
+    if others:
+        names = ", ".join(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY" for r in others)
+        raise ConfigError(f"ASSISTANT_API_KEY would be sent to more than one host; set {names} "
+                          "for the roles on another host than the first hosted role")
 
 
 def validate(settings: Settings) -> None:
@@ -294,6 +360,10 @@ def validate(settings: Settings) -> None:
         raise ConfigError("ASSISTANT_TRANSLATE_QUERIES must be auto, on or off")
     if settings.answer_form not in ("prose", "structured"):
         raise ConfigError("ASSISTANT_ANSWER_FORM must be prose or structured")
+    if settings.assistant_mode not in MODES:
+        raise ConfigError("ASSISTANT_MODE must be workflow, agent or hybrid")
+    if settings.answer_tools not in ("auto", "on", "off"):
+        raise ConfigError("ASSISTANT_ANSWER_TOOLS must be auto, on or off")
     if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):
         raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
     if settings.top_k > settings.candidates:

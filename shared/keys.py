@@ -84,6 +84,21 @@ def rate_client(client_addr: str) -> tuple[str, ...]:
     return ("addr", _pseudonym(client_addr))
 
 
+def rate_health(client_addr: str) -> tuple[str, ...]:
+    """Scope of the per-address limit on public /healthz calls."""
+    return ("health", _pseudonym(client_addr))
+
+
+def rate_client_message(client_addr: str) -> tuple[str, ...]:
+    """Scope of the per-client-address message limit."""
+    return ("addr-msg", _pseudonym(client_addr))
+
+
+def streams_user(user: str) -> str:
+    """Sorted set of a user's open event streams (member: stream id, score: lease deadline)."""
+    return f"{PREFIX}streams:{_pseudonym(user)}"
+
+
 def rate_user(user: str) -> tuple[str, ...]:
     """Scope of the per-user message limit."""
     return ("user", _pseudonym(user))

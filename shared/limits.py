@@ -33,6 +33,7 @@ rather than serve without limits.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import time
@@ -134,6 +135,65 @@ class _Rule:
     scope: tuple[str, ...]
 
 
+def address_bucket(addr: str) -> str:
+    """The rate-limit bucket of a client address: an IPv6 client counts per /64."""
+    # One subscriber usually gets a whole /64 and can rotate through it at will.
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return addr
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+class StreamSlots:
+    """A cap on each user's concurrent event streams, shared by every web process (Redis)."""
+
+    def __init__(self, settings: Settings, client: redis.Redis) -> None:
+        self._client = client
+        self._cap = settings.max_streams_per_user
+        self.lease_s = 30.0  # a crashed process's stream frees itself within this time
+
+    def acquire(self, user: str, stream: str) -> None:
+        """Take a slot for stream, or raise RateLimited; Unavailable when Redis is down."""
+        key = keys.streams_user(user)
+        now = time.time()
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.zremrangebyscore(key, "-inf", now)
+            pipe.zadd(key, {stream: now + self.lease_s})
+            pipe.expire(key, int(self.lease_s) + 5)
+            pipe.zcard(key)
+            count = pipe.execute()[-1]
+            if count > self._cap:
+                # Added first, counted after: two racing streams may both be refused, never
+                # both let through.
+                self._client.zrem(key, stream)
+                raise RateLimited("too many streams", retry_after=5, public_message=(
+                    "Too many open answer streams. Close one and try again."))
+        except _STORE_ERRORS as exc:
+            raise _unavailable("en") from exc
+
+    def renew(self, user: str, stream: str) -> None:
+        """Keep a stream's slot while it is open."""
+        key = keys.streams_user(user)
+        try:
+            self._client.zadd(key, {stream: time.time() + self.lease_s}, xx=True)
+            self._client.expire(key, int(self.lease_s) + 5)
+        except _STORE_ERRORS:
+            pass  # the slot lapses; the next acquire counts without it
+
+    def release(self, user: str, stream: str) -> None:
+        """Free a stream's slot."""
+        try:
+            self._client.zrem(keys.streams_user(user), stream)
+        except _STORE_ERRORS:
+            pass
+
+
 class Limiter:
     """Rate limits (moving window, Redis) and the message length limit."""
 
@@ -148,6 +208,10 @@ class Limiter:
         self._per_client = parse_rate(settings.client_request_limit,
                                       "ASSISTANT_CLIENT_REQUEST_LIMIT")
         self._per_user = parse_rate(settings.user_message_limit, "ASSISTANT_USER_MESSAGE_LIMIT")
+        self._per_client_message = parse_rate(settings.client_message_limit,
+                                              "ASSISTANT_CLIENT_MESSAGE_LIMIT")
+        self._health = parse_rate(settings.health_request_limit,
+                                  "ASSISTANT_HEALTH_REQUEST_LIMIT")
         self._global = parse_rate(settings.global_message_limit,
                                   "ASSISTANT_GLOBAL_MESSAGE_LIMIT")
         self._daily = (RateLimitItemPerDay(settings.daily_question_cap)
@@ -155,7 +219,15 @@ class Limiter:
 
     def check_request(self, client_addr: str, lang: str = "en") -> None:
         """Count one ticket request or SSE start for a client address; raise RateLimited."""
-        rule = _Rule("client", self._per_client, keys.rate_client(client_addr))
+        self._check_one(_Rule("client", self._per_client,
+                              keys.rate_client(address_bucket(client_addr))), lang)
+
+    def check_health(self, client_addr: str, lang: str = "en") -> None:
+        """Count one public /healthz call for a client address; raise RateLimited."""
+        self._check_one(_Rule("client", self._health,
+                              keys.rate_health(address_bucket(client_addr))), lang)
+
+    def _check_one(self, rule: _Rule, lang: str) -> None:
         try:
             # A single limit: hit() checks and consumes atomically and consumes nothing when
             # it refuses, so no separate test is needed.
@@ -164,8 +236,10 @@ class Limiter:
         except _STORE_ERRORS as exc:
             raise _unavailable(lang) from exc
 
-    def check_message(self, user: str, message: str, lang: str = "en") -> None:
-        """Check one message against length, per-user, global and daily limits; then count it."""
+    def check_message(self, user: str, message: str, lang: str = "en",
+                      client_addr: str | None = None) -> None:
+        """Check one message against length, per-user, per-address, global and daily limits;
+        then count it."""
         cs = _czech(lang)
         # Local and free: before any Redis round trip.
         if len(message) > self._max_chars:
@@ -181,7 +255,11 @@ class Limiter:
         shared = [_Rule("global", self._global, keys.RATE_GLOBAL)]
         if self._daily is not None:
             shared.insert(0, _Rule("daily", self._daily, keys.RATE_DAILY))
-        rules = (user_rule, *reversed(shared))  # refusal order: user, global, daily
+        if client_addr is not None:
+            # Shared by everyone behind the address.
+            shared.append(_Rule("client", self._per_client_message,
+                                keys.rate_client_message(address_bucket(client_addr))))
+        rules = (user_rule, *reversed(shared))  # refusal order: user, address, global, daily
         args: list[float | int] = [time.time()]
         for rule in rules:
             args += [rule.item.amount, rule.item.get_expiry()]

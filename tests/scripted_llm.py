@@ -1,12 +1,23 @@
 """A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
 
 Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0,
-"die_after": -1} and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
+"die_after": -1} (and "keepalive": true to send SSE comments, never a token, while stalling or
+delaying) and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
 "chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
 `match` with that rule's chunks instead (first rule that fits; else the default chunks).
-"embed_delay_s" slows every embeddings request (a long index build); "die_after": N >= 0 drops the connection after N chunks (a model server dying mid-stream);
+"embed_delay_s" slows every embeddings request (a long index build); "die_after": N >= 0
+drops the connection after N chunks (a model server dying mid-stream);
 "stall_s" before the first chunk with a large value is a server that accepts and sends nothing.
 Run: python -m tests.scripted_llm PORT
+
+Tool calls (requests that offer `tools`), shaped as the OpenAI API shapes them, streamed
+(`delta.tool_calls` pieces) or not (`message.tool_calls`), finish_reason "tool_calls":
+- "tool_rounds": [[{"name": ..., "arguments": "<json text>"}, ...], ...] answers the next
+  requests with tools in order, one round each; once used up the model says "READY";
+- "tool_forever": {"name": ..., "arguments": ...} answers every such request (never stops);
+- "tools_status": N answers them with HTTP N (a server that refuses the tools API).
+Requests without `tools` get "chunks" as before. "embeddings_fail": N answers the next N
+embedding requests with HTTP 500 (a tool whose search fails).
 """
 
 from __future__ import annotations
@@ -20,7 +31,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_SCRIPT: dict[str, Any] = {"chunks": ["Scripted answer [1]."], "delay_s": 0.0,
-                                  "stall_s": 0.0, "status": 0, "die_after": -1}
+                                  "stall_s": 0.0, "status": 0, "die_after": -1,
+                                  "tool_rounds": [], "tool_forever": None, "tools_status": 0,
+                                  "embeddings_fail": 0}
 
 
 class State:
@@ -29,6 +42,24 @@ class State:
     lock = threading.Lock()
     script: dict[str, Any] = dict(DEFAULT_SCRIPT)
     requests: list[dict[str, Any]] = []
+    calls = 0
+
+
+def next_tool_calls(script: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls answering one request with tools (caller holds the lock)."""
+    if script.get("tool_forever"):
+        chosen = [script["tool_forever"]]
+    elif State.script.get("tool_rounds"):
+        chosen = State.script["tool_rounds"].pop(0)
+    else:
+        chosen = []
+    out = []
+    for call in chosen:
+        State.calls += 1
+        args = call.get("arguments", "{}")
+        out.append({"id": f"call_{State.calls}", "type": "function", "function": {
+            "name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}})
+    return out
 
 
 def _chunks_for(script: dict[str, Any], body: dict[str, Any]) -> list[str]:
@@ -80,6 +111,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_script":
             with State.lock:
                 State.script = {**DEFAULT_SCRIPT, **body}
+                State.script["tool_rounds"] = [list(r) for r in State.script["tool_rounds"] or []]
                 State.requests = []
             self._json(200, {"ok": True})
             return
@@ -87,7 +119,13 @@ class Handler(BaseHTTPRequestHandler):
             with State.lock:
                 State.requests.append({"headers": dict(self.headers), "body": body,
                                        "path": self.path})
+                fail = State.script.get("embeddings_fail", 0) > 0
+                if fail:
+                    State.script["embeddings_fail"] -= 1
                 delay = float(State.script.get("embed_delay_s") or 0)
+            if fail:
+                self._json(500, {"error": {"message": "scripted embeddings failure"}})
+                return
             time.sleep(delay)
             # Deterministic unit vectors (instant by default: latency benchmarks), 384 dims.
             texts = body.get("input") or []
@@ -101,15 +139,27 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": data, "model": "scripted",
                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
             return
+        if self.path.endswith("/v1/completions"):
+            self._completion(body)
+            return
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": "unknown"})
             return
         with State.lock:
             State.requests.append({"headers": dict(self.headers), "body": body})
             script = dict(State.script)
+            tools = bool(body.get("tools"))
+            calls = next_tool_calls(script) if tools and not script.get("tools_status") else []
         script["chunks"] = _chunks_for(script, body)
         if script.get("status"):
             self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        if tools and script.get("tools_status"):
+            self._json(int(script["tools_status"]), {"error": {
+                "message": "tools are not supported by this chat format"}})
+            return
+        if tools:
+            self._tool_answer(calls, bool(body.get("stream")))
             return
         if not body.get("stream"):
             self._json(200, {"id": "x", "object": "chat.completion", "model": "scripted",
@@ -121,8 +171,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        time.sleep(float(script.get("stall_s") or 0))
         try:
+            self._pause(float(script.get("stall_s") or 0), bool(script.get("keepalive")))
             for i, chunk in enumerate(script["chunks"]):
                 if i == int(script.get("die_after", -1)):
                     # Dies: the peer sees the stream end with no finish_reason and no [DONE].
@@ -133,7 +183,7 @@ class Handler(BaseHTTPRequestHandler):
                              "choices": [{"index": 0, "delta": {"content": chunk},
                                           "finish_reason": None}]})
                 if i + 1 < len(script["chunks"]):
-                    time.sleep(float(script.get("delay_s") or 0))
+                    self._pause(float(script.get("delay_s") or 0), bool(script.get("keepalive")))
             self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
                          "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
@@ -145,6 +195,71 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True
+
+    def _tool_answer(self, calls: list[dict[str, Any]], stream: bool) -> None:
+        """A decision answer: tool calls, or "READY" when the script has none left."""
+        finish = "tool_calls" if calls else "stop"
+        content = None if calls else "READY"
+        usage = {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+        if not stream:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            self._json(200, {"id": "x", "object": "chat.completion", "model": "scripted",
+                             "choices": [{"index": 0, "finish_reason": finish,
+                                          "message": message}], "usage": usage})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        chunk = {"id": "x", "object": "chat.completion.chunk", "model": "scripted"}
+        if content:
+            self._event({**chunk, "choices": [{"index": 0, "delta": {
+                "role": "assistant", "content": content}, "finish_reason": None}]})
+        for i, call in enumerate(calls):
+            # Name first, then the arguments in two pieces, as the API streams them.
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            for delta in ({"index": i, "id": call["id"], "type": "function",
+                           "function": {"name": call["function"]["name"], "arguments": ""}},
+                          {"index": i, "function": {"arguments": args[:half]}},
+                          {"index": i, "function": {"arguments": args[half:]}}):
+                self._event({**chunk, "choices": [{"index": 0, "delta": {"tool_calls": [delta]},
+                                                   "finish_reason": None}]})
+        self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        self._event({**chunk, "choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _pause(self, seconds: float, keepalive: bool) -> None:
+        """Wait; with keepalive, send an SSE comment every 0.3 s (bytes, but no token), as a
+        hung upstream behind a chatty proxy does: a read timeout never fires."""
+        end = time.monotonic() + seconds
+        while keepalive and time.monotonic() < end:
+            self.wfile.write(b": keep-alive\n\n")
+            self.wfile.flush()
+            time.sleep(0.3)
+        time.sleep(max(0.0, end - time.monotonic()))
+
+    def _completion(self, body: dict[str, Any]) -> None:
+        """A (non-streamed) text completion, cut at the first stop string as servers do."""
+        with State.lock:
+            State.requests.append({"headers": dict(self.headers), "body": body,
+                                   "path": self.path})
+            script = dict(State.script)
+        if script.get("status"):
+            self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
+            return
+        text = "".join(script["chunks"])
+        stops = body.get("stop") or []
+        for stop in [stops] if isinstance(stops, str) else stops:
+            text = text.split(stop)[0]
+        self._json(200, {"id": "x", "object": "text_completion", "model": "scripted",
+                         "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 11, "completion_tokens": 3,
+                                   "total_tokens": 14}})
 
     def _event(self, obj: dict[str, Any]) -> None:
         self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())

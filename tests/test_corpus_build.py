@@ -158,6 +158,34 @@ def test_rebuilds_never_overlap(build_env: tuple[Settings, Path]) -> None:
     assert report is not None and not report.no_op
 
 
+def test_the_rebuild_lock_is_renewed_while_a_long_build_runs(
+        build_env: tuple[Settings, Path], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    import time
+
+    from corpus_jobs import build
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    s, root = build_env
+    r = redis_client(s)
+    held: list[int] = []
+
+    def slow_build(*_args: object, **_kwargs: object) -> str:
+        # Three lease lengths: the lock must still be there at the end, renewed by its thread.
+        for _ in range(9):
+            time.sleep(0.35)
+            held.append(int(r.exists(keys.CORPUS_REBUILD_LOCK)))
+        return "built"
+
+    monkeypatch.setattr(build, "LOCK_LEASE_S", 1)
+    monkeypatch.setattr(build, "build_index", slow_build)
+    assert build.locked_build(s, load_manifest(root / "m.toml")) == "built"
+    assert held == [1] * 9, held
+    assert not r.exists(keys.CORPUS_REBUILD_LOCK)
+    assert "rebuild lock" not in caplog.text
+
+
 def test_worker_rebuilds_bm25_once_per_new_index_version(build_env: tuple[Settings, Path]
                                                          ) -> None:
     from worker.pipeline.retrieve import lexical_index

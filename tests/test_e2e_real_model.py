@@ -41,3 +41,15 @@ def test_cli_ask_streams_and_prints_sources(real_stack: Stack) -> None:
     sources = proc.stdout.split("Sources:")[1]
     assert re.search(r"\[\d\] How the BeCoMe assistant works — .*How the search works", sources)
     assert re.search(r"\[[1-3]\]", proc.stdout.split("Sources:")[0]), "the answer cites [n]"
+
+
+@pytest.mark.realmodel
+def test_czech_question_is_translated_offline_by_the_real_translator(real_stack: Stack) -> None:
+    frames, done = ask(real_stack.base_url, app_token(real_stack),
+                       "Jak funguje vyhledávání v dokumentaci?", timeout_s=180)
+    assert done["type"] == "done", done
+    assert done["language"] == "cs"
+    steps = {f["step"]: f for f in frames if f["type"] == "event"}
+    assert "translate" in steps and "fallback" not in str(steps["translate"]), steps
+    # The English page is found for the Czech question (the default corpus is English only).
+    assert any(s["source"] == "docs/how-it-works.md" for s in done["sources"]), done["sources"]

@@ -87,3 +87,54 @@ def test_no_token_ticket_or_key_in_logs_or_traces(secrets_stack: Stack,
     assert rows and token not in dump and ticket not in dump and HOSTED_KEY not in dump
     assert not JWT.search(dump)
     assert json.loads(rows[-1][0])["user_hash"] != "scan-user"
+
+
+def test_flower_task_views_show_no_user_text_or_secret(secrets_stack: Stack,
+                                                      scripted_llm: str) -> None:
+    """Flower (no login of its own) sees every task event: its views must hold no user text."""
+    import sys
+    import urllib.request
+
+    from tests.conftest import port
+
+    flower_port = port(5556)
+    proc = secrets_stack.sup.start("secrets-flower", [
+        sys.executable, "-m", "celery", "-A", "worker.celery_app", "flower",
+        "--address=127.0.0.1", f"--port={flower_port}"],
+        # Flower 2 serves its JSON API only with this (or a login): the scan reads it.
+        env={**secrets_stack.env, "FLOWER_UNAUTHENTICATED_API": "true"})
+    flower = f"http://127.0.0.1:{flower_port}"
+    stack.wait_until(lambda: stack.http_ok(f"{flower}/healthcheck"), 60, "flower", proc)
+    set_script(scripted_llm, ["Seen by Flower [1]."])
+    token = app_token(secrets_stack, "flower-user")
+    typed = "flower-scan what-the-user-typed 5521"
+    frames, _ = ask(secrets_stack.base_url, token, typed,
+                    history=[{"role": "user", "content": f"earlier {typed}"}])
+    turn = frames[0]["turn"]
+
+    def view(path: str) -> str:
+        with urllib.request.urlopen(f"{flower}{path}", timeout=10) as resp:  # noqa: S310
+            return resp.read().decode(errors="replace")
+
+    def seen() -> bool:
+        try:
+            return turn in view("/api/tasks")
+        except OSError:
+            return False
+
+    assert _poll(seen, 30), "Flower never listed the turn's task"
+    pages = view("/api/tasks") + view(f"/api/task/info/{turn}") + view(f"/task/{turn}")
+    for needle in (typed, token, HOSTED_KEY, secrets_stack.settings.app_jwt_secret):
+        assert needle not in pages
+    assert not JWT.search(pages)
+
+
+def _poll(check, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.5)
+    return False

@@ -26,6 +26,7 @@ def relay_for_process() -> Relay:
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """The application factory."""
     from web import errors
+    from web.headers import add_security_headers
     from web.queue import turn_queue
     from web.routes import api, metrics, panel, sse, ws
     from web.sock import sock
@@ -51,12 +52,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     @app.after_request
     def _security_headers(resp: Any) -> Any:
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("Referrer-Policy", "no-referrer")
-        resp.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'self'; script-src 'self'; style-src 'self'; "
-            "connect-src 'self' ws: wss:; img-src 'self'; frame-ancestors 'self'")
-        return resp
+        return add_security_headers(resp, settings)
 
     return app

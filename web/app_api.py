@@ -8,8 +8,10 @@ first token: 401 -> 401, 403 -> 403, 404 and 422 -> 404, timeout or 5xx -> 503.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -59,6 +61,28 @@ class AppApi:
         return {"project": project, "opinions": self.get(f"/projects/{pid}/opinions", token),
                 "result": self.get(f"/projects/{pid}/result", token),
                 "members": self.get(f"/projects/{pid}/members", token)}
+
+
+_confirmed: dict[str, float] = {}  # sha256 of a token -> until when the app's "yes" holds
+_confirmed_lock = threading.Lock()
+MAX_CONFIRMED = 4096
+
+
+def confirm_token(api: AppApi, token: str, cache_s: float) -> None:
+    """Ask the app whether it still accepts the token (GET /users/me), reusing a "yes" for
+    cache_s seconds: a logged-out token passes our offline check but not the app's own list.
+    Raises Unauthorized (401) or Unavailable like any app read."""
+    key = hashlib.sha256(token.encode()).hexdigest()  # the token itself is never kept
+    now = time.monotonic()
+    with _confirmed_lock:
+        if _confirmed.get(key, 0.0) > now:
+            return
+    api.get("/users/me", token)
+    with _confirmed_lock:
+        if len(_confirmed) >= MAX_CONFIRMED:
+            for k in [k for k, until in _confirmed.items() if until <= now] or list(_confirmed):
+                del _confirmed[k]
+        _confirmed[key] = now + cache_s
 
 
 def _refusal(status: int, path: str) -> AssistantError:

@@ -149,6 +149,11 @@ def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
                    ) -> dict[str, Any]:
     """The ask's fields plus the project context read with the user's token, if any."""
     project_id = fields.get("project_id")
+    mode = fields.get("mode") or settings.assistant_mode
+    if mode != "workflow":
+        from web.project_tools import with_tool_data
+
+        return with_tool_data(settings, app_token, {**fields, "mode": mode})
     if not project_id:
         return fields
     if not settings.app_api_url:
@@ -163,35 +168,49 @@ def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
                                           "read_ms": read_ms}}
 
 
-def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
-               fields: dict[str, Any], sink: Any = None) -> tuple[Subscription, TurnFollower]:
-    """Limits, then subscribe, record owner and payload, log `accepted` (seq 0), enqueue.
+def admit_turn(settings: Settings, user: str, message: str,
+               client_addr: str | None = None) -> str:
+    """Every limit of a new turn, before any app API or model call: its id, holding a slot.
 
-    Every limit is checked here, before any model call: the message quotas, then an
-    in-flight slot (a lease the worker renews while the turn runs).
+    The message quotas (per user, per client address, global, daily), then an in-flight slot
+    (a lease the worker renews while the turn runs).
     """
-    try:
-        started = _start_turn(client, settings, relay, user, fields, sink)
-    except AssistantError as exc:
-        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
-        raise
-    TURN_STARTS.labels("accepted").inc()
-    return started
-
-
-def _start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
-                fields: dict[str, Any], sink: Any) -> tuple[Subscription, TurnFollower]:
     from web.guard import leases, limiter, process_id
 
     turn = uuid.uuid4().hex
-    lang = detect_language(str(fields.get("message", "")))
+    lang = detect_language(message)
     # The slot first: a turn refused as busy must not use up the user's message quota.
-    leases(settings).acquire(user, turn, process_id(), lang)
     try:
-        limiter(settings).check_message(user, str(fields.get("message", "")), lang)
-    except AssistantError:
+        leases(settings).acquire(user, turn, process_id(), lang)
+    except AssistantError as exc:
+        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
+        raise
+    try:
+        limiter(settings).check_message(user, message, lang, client_addr)
+    except AssistantError as exc:
+        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
         leases(settings).release(turn)
         raise
+    TURN_STARTS.labels("accepted").inc()
+    return turn
+
+
+def release_admitted(settings: Settings, turn: str) -> None:
+    """Give back the slot of an admitted turn that will not start (e.g. the app refused)."""
+    from web.guard import leases
+
+    leases(settings).release(turn)
+
+
+def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
+               fields: dict[str, Any], sink: Any = None, turn: str | None = None
+               ) -> tuple[Subscription, TurnFollower]:
+    """Limits (unless admit_turn gave `turn`), then subscribe, record owner and payload, log
+    `accepted` (seq 0), enqueue."""
+    from web.guard import leases
+
+    if turn is None:
+        turn = admit_turn(settings, user, str(fields.get("message", "")))
     try:
         sub = relay.subscribe(turn, sink=sink)
     except redis.RedisError as exc:
@@ -212,6 +231,20 @@ def _start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str
         leases(settings).release(turn)
         raise Unavailable("cannot enqueue") from exc
     return sub, follower
+
+
+def open_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
+              app_token: str, fields: dict[str, Any], client_addr: str | None,
+              sink: Any = None) -> tuple[Subscription, TurnFollower]:
+    """A new turn: every limit first, then the project read with the user's token, then
+    start_turn. A user over a quota causes no app API call."""
+    turn = admit_turn(settings, user, str(fields.get("message", "")), client_addr)
+    try:
+        fields = project_fields(settings, app_token, fields)
+    except BaseException:
+        release_admitted(settings, turn)
+        raise
+    return start_turn(client, settings, relay, user, fields, sink=sink, turn=turn)
 
 
 def owns(client: redis.Redis, user: str, turn: Any) -> bool:

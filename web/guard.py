@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import socket
 from functools import lru_cache
@@ -9,9 +11,11 @@ from functools import lru_cache
 from flask import request
 
 from shared.config import Settings
-from shared.limits import Leases, Limiter
+from shared.limits import Leases, Limiter, StreamSlots
 from shared.redis_client import redis_client
 from web.client_addr import IPNetwork, client_address, parse_networks
+
+log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=4)
@@ -26,6 +30,12 @@ def leases(settings: Settings) -> Leases:
     return Leases(settings, redis_client(settings))
 
 
+@lru_cache(maxsize=4)
+def stream_slots(settings: Settings) -> StreamSlots:
+    """The per-user cap on concurrent event streams."""
+    return StreamSlots(settings, redis_client(settings))
+
+
 def process_id() -> str:
     """This web process, for the per-process in-flight cap."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -38,8 +48,37 @@ def _proxies(spec: str) -> tuple[IPNetwork, ...]:
 
 def current_client(settings: Settings) -> str:
     """The client address of the current request (forwarded only via trusted proxies)."""
-    return client_address(request.remote_addr, request.headers.get("X-Forwarded-For"),
-                          _proxies(settings.trusted_proxies))
+    forwarded = request.headers.get("X-Forwarded-For")
+    proxies = _proxies(settings.trusted_proxies)
+    if forwarded and not _in(request.remote_addr, proxies):
+        _warn_untrusted_proxy(request.remote_addr or "unknown")
+    return client_address(request.remote_addr, forwarded, proxies)
+
+
+@lru_cache(maxsize=64)
+def _warn_untrusted_proxy(peer: str) -> None:
+    # Once per peer and process: behind a proxy that is not in ASSISTANT_TRUSTED_PROXIES every
+    # client is counted as the proxy, so all of them share one rate-limit bucket.
+    log.warning("X-Forwarded-For from %s, which is not in ASSISTANT_TRUSTED_PROXIES: every "
+                "client behind it shares one rate-limit bucket", peer)
+
+
+def trusted_health_caller(settings: Settings) -> bool:
+    """Whether this request may see /healthz detail (ASSISTANT_HEALTH_TRUSTED)."""
+    # A forwarded request counts only through a trusted proxy: behind a local proxy that is
+    # not configured as trusted, every caller would otherwise look like loopback.
+    if request.headers.get("X-Forwarded-For") and not _in(
+            request.remote_addr, _proxies(settings.trusted_proxies)):
+        return False
+    return _in(current_client(settings), _proxies(settings.health_trusted))
+
+
+def _in(addr: str | None, networks: tuple[IPNetwork, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(addr or "")
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
 
 
 def preferred_lang() -> str:

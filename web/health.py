@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -68,3 +70,24 @@ def check_health(settings: Settings, client: redis.Redis) -> tuple[bool, dict[st
         if role.name in ("answer", "translation", "embeddings"):
             components[f"model:{role.name}"] = _model(role)
     return all(c["ok"] for c in components.values()), components
+
+
+_cache_lock = threading.Lock()
+_cached: tuple[float, bool, dict[str, Any]] | None = None
+
+
+def cached_health(settings: Settings, client: redis.Redis
+                  ) -> tuple[bool, dict[str, Any], float]:
+    """check_health at most once per health_cache_s in this process: (ok, components, when).
+
+    Each check opens a database connection, scans Redis and calls every model (hosted ones
+    with the API key): callers in the same few seconds share one result, and concurrent
+    callers wait for the one check in progress instead of starting their own.
+    """
+    global _cached
+    with _cache_lock:
+        if _cached is None or time.monotonic() - _cached[0] >= settings.health_cache_s:
+            ok, components = check_health(settings, client)
+            _cached = (time.monotonic(), ok, components)
+        checked_mono, ok, components = _cached
+    return ok, components, round(time.time() - (time.monotonic() - checked_mono), 3)

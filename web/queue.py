@@ -16,10 +16,12 @@ class TurnQueue:
 
     def __init__(self) -> None:
         self._celery: Celery | None = None
+        self._first_token_timeout_s = 90.0
 
     def init_app(self, app: Flask) -> None:
         """Configure from the app's settings."""
         settings: Settings = app.config["SETTINGS"]
+        self._first_token_timeout_s = settings.first_token_timeout_s
         self._celery = Celery("become_assistant_web")
         self._celery.conf.update(celery_config(settings))
         app.extensions["turn_queue"] = self
@@ -31,10 +33,17 @@ class TurnQueue:
             conn.ensure_connection(max_retries=1)
 
     def enqueue(self, payload: dict[str, Any]) -> None:
-        """Send one turn to the turns queue (JSON)."""
+        """Send one turn to the turns queue (JSON), expiring at the first-token limit."""
         assert self._celery is not None
-        self._celery.send_task(TURN_TASK, args=[payload], queue=TURN_QUEUE,
-                               task_id=str(payload["turn"]))
+        turn = str(payload["turn"])
+        self._celery.send_task(
+            TURN_TASK, args=[payload], queue=TURN_QUEUE, task_id=turn,
+            # Task events (and so Flower) show this instead of the start of the payload, which
+            # holds what the user typed, their history and their project's text.
+            argsrepr=repr((turn,)), kwargsrepr="{}",
+            # By then the web tier has ended the turn with an error frame (or nobody waits):
+            # a worker that takes it later after a backlog drops it instead of calling a model.
+            expires=self._first_token_timeout_s)
 
 
 turn_queue = TurnQueue()

@@ -26,6 +26,8 @@ class TicketGrant:
 
     user: str
     app_token: str = field(repr=False)
+    # The app token's `exp`: the socket serves the user only until then (issue 11, item 2).
+    expires_at: float = 0.0
 
 
 def _cipher(ticket: str) -> Fernet:
@@ -33,12 +35,15 @@ def _cipher(ticket: str) -> Fernet:
     return Fernet(base64.urlsafe_b64encode(key))
 
 
-def issue_ticket(client: redis.Redis, user: str, app_token: str, ttl_s: int) -> str:
-    """A new ticket for user, valid once within ttl_s seconds."""
+def issue_ticket(client: redis.Redis, user: str, app_token: str, ttl_s: int,
+                 expires_at: float) -> str:
+    """A new ticket for user, valid once within ttl_s seconds, for a token valid until
+    expires_at."""
     ticket = secrets.token_urlsafe(32)
     sealed = _cipher(ticket).encrypt(app_token.encode()).decode()
+    record = {"user": user, "token": sealed, "exp": expires_at}
     try:
-        client.set(keys.ticket(ticket), json.dumps({"user": user, "token": sealed}), ex=ttl_s)
+        client.set(keys.ticket(ticket), json.dumps(record), ex=ttl_s)
     except redis.RedisError as exc:
         raise Unavailable("redis unavailable for tickets") from exc
     return ticket
@@ -57,6 +62,7 @@ def consume_ticket(client: redis.Redis, ticket: str) -> TicketGrant:
     try:
         data = json.loads(raw)
         token = _cipher(ticket).decrypt(data["token"].encode()).decode()
+        expires_at = float(data["exp"])
     except (ValueError, KeyError, TypeError, InvalidToken):
         raise Unauthorized("unreadable ticket") from None
-    return TicketGrant(str(data["user"]), token)
+    return TicketGrant(str(data["user"]), token, expires_at)

@@ -29,6 +29,12 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-fold": RetrievalConfig(fold_diacritics=True),
     "hybrid-lemma": RetrievalConfig(lemmatize=True),
     "bm25-lemma": RetrievalConfig(mode="bm25", lemmatize=True),
+    "hybrid-dict": RetrievalConfig(expand_czech=True),
+    "hybrid-dict-slots": RetrievalConfig(expand_czech=True, english_slots=1),
+    "hybrid-dict-slots2": RetrievalConfig(expand_czech=True, english_slots=2),
+    "hybrid-bm25-original": RetrievalConfig(dense_original=False,
+                                            translation_english_only=False),
+    "hybrid-both-all": RetrievalConfig(translation_english_only=False),
 }
 
 
@@ -174,17 +180,26 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
             if not q.expected_source:
                 continue
             query = q.question
-            if translate is not None and detect_language(q.question) == "cs":
+            lang = detect_language(q.question)
+            extra: dict[str, Any] = {}
+            if translate is not None and lang == "cs":
+                t0 = time.perf_counter()
                 query, _ = translate(q.question)
+                extra = {"translation": query,
+                         "translate_ms": round((time.perf_counter() - t0) * 1000, 1)}
             version, ranked, lexical = rank(conn, settings, dataclasses.replace(
                 config, candidates=max(config.candidates, MRR_DEPTH)), query, q.question,
-                limit=MRR_DEPTH)
+                limit=MRR_DEPTH, language=lang)
             passages = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
             r = first_hit(passages, q)
             per_question.append({"id": q.id, "language": q.language, "rank": r,
-                                 "top": [f"{p.source} | {p.section}" for p in passages[:5]]})
+                                 "top": [f"{p.source} | {p.section}" for p in passages[:5]],
+                                 **extra})
     langs = sorted({x["language"] for x in per_question})
+    times = sorted(x["translate_ms"] for x in per_question if "translate_ms" in x)
     return {
+        "translate_ms": {"n": len(times), "p50": percentile(times, 0.50),
+                         "p95": percentile(times, 0.95)} if times else None,
         "index_version": version,
         "embedding_model": settings.embeddings.model,
         "settings": dataclasses.asdict(config),
@@ -194,6 +209,14 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
                                        if x["language"] == lang]) for lang in langs},
         "questions": per_question,
     }
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted values (nearest rank)."""
+    if not sorted_values:
+        raise ValueError("no values")
+    i = min(len(sorted_values) - 1, max(0, int(round(q * len(sorted_values) + 0.5)) - 1))
+    return float(sorted_values[i])
 
 
 def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +231,15 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     def rr(r: int | None) -> float:
         return 1.0 / r if r is not None and r <= MRR_DEPTH else 0.0
 
+    lang = {x["id"]: x["language"] for x in a["questions"]}
+    by_language = {}
+    for code in sorted({lang[i] for i in ids}):
+        sub = [i for i in ids if lang[i] == code]
+        by_language[code] = {
+            "questions": len(sub),
+            "hit@3": paired_bootstrap([hit3(ra[i]) for i in sub], [hit3(rb[i]) for i in sub]),
+            "mrr": paired_bootstrap([rr(ra[i]) for i in sub], [rr(rb[i]) for i in sub])}
     return {"questions": len(ids),
             "hit@3": paired_bootstrap([hit3(ra[i]) for i in ids], [hit3(rb[i]) for i in ids]),
-            "mrr": paired_bootstrap([rr(ra[i]) for i in ids], [rr(rb[i]) for i in ids])}
+            "mrr": paired_bootstrap([rr(ra[i]) for i in ids], [rr(rb[i]) for i in ids]),
+            "by_language": by_language}

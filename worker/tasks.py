@@ -27,6 +27,7 @@ from shared.redis_client import redis_client
 from worker.control import TurnControl
 from worker.db import corpus_connection
 from worker.emit import TurnEmitter
+from worker.pipeline.tools import TOOL_NAMES
 from worker.pipeline.turn import TurnDeps, run_turn
 from worker.pipeline.types import TurnRequest
 
@@ -88,6 +89,13 @@ def observe(trace: traces.Trace, started: float) -> None:
              if isinstance(check, dict) and not check.get("valid", True)]
     outcome = "crashed" if trace.outcome == "running" else trace.outcome
     metrics.observe_turn(outcome, trace.error_code, first, started, flags)
+    for step in trace.steps:
+        if step.get("step") == "tool":
+            # The model names the tool: anything but ours is one label, not a new series.
+            name = step.get("tool") if step.get("tool") in TOOL_NAMES else "unknown"
+            result = "ok" if step.get("ok") else "limit" if step.get("error") == "limit" \
+                else "error"
+            metrics.TOOL_CALLS.labels(name, result).inc()
 
 
 def save_trace(settings: Settings, trace: traces.Trace) -> None:

@@ -7,13 +7,13 @@ import re
 
 from flask import Blueprint, Response, jsonify
 
-from shared.auth import mint_access_token, verify_access_token
+from shared.auth import mint_access_token, verify_access, verify_access_token
 from shared.config import INSECURE_DEV_SECRET
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
 from web.auth import bearer_token, check_origin, json_body, settings
-from web.guard import current_client, limiter, preferred_lang
-from web.health import check_health
+from web.guard import current_client, limiter, preferred_lang, trusted_health_caller
+from web.health import cached_health
 from web.tickets import issue_ticket
 
 bp = Blueprint("api", __name__)
@@ -27,8 +27,17 @@ def create_ticket() -> tuple[Response, int]:
     s = settings()
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
-    user = verify_access_token(token, s.app_jwt_secret)
-    ticket = issue_ticket(redis_client(s), user, token, s.ticket_ttl_s)
+    access = verify_access(token, s.app_jwt_secret)
+    body = json_body()
+    project_id = body.get("project_id") if isinstance(body, dict) else None
+    if project_id and s.app_api_url:
+        # A project turn reads the user's data with this token: the app confirms it first.
+        from web.app_api import AppApi, confirm_token
+
+        confirm_token(AppApi(s.app_api_url, s.app_api_timeout_s), token,
+                      s.app_token_check_cache_s)
+    ticket = issue_ticket(redis_client(s), access.user, token, s.ticket_ttl_s,
+                          access.expires_at)
     resp = jsonify({"ticket": ticket, "expires_in": s.ticket_ttl_s})
     resp.headers["Cache-Control"] = "no-store"
     return resp, 201
@@ -36,10 +45,19 @@ def create_ticket() -> tuple[Response, int]:
 
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
-    """Each component's status; 503 when one is down."""
+    """Up or down (503); each component's status only for trusted callers."""
     s = settings()
-    ok, components = check_health(s, redis_client(s))
-    return jsonify({"ok": ok, "components": components}), 200 if ok else 503
+    trusted = trusted_health_caller(s)
+    if not trusted:
+        limiter(s).check_health(current_client(s), preferred_lang())
+    ok, components, checked_at = cached_health(s, redis_client(s))
+    body: dict[str, object] = {"ok": ok, "status": "up" if ok else "down"}
+    if trusted:
+        # Models, index version and worker count help an attacker: operators only.
+        body.update(components=components, checked_at=checked_at)
+    resp = jsonify(body)
+    resp.headers["Cache-Control"] = "no-store"
+    return resp, 200 if ok else 503
 
 
 @bp.post("/api/v1/dev/token")
@@ -66,8 +84,9 @@ def my_projects() -> tuple[Response, int]:
     from web.app_api import AppApi
 
     check_origin()
-    token = bearer_token()
     s = settings()
+    limiter(s).check_request(current_client(s), preferred_lang())
+    token = bearer_token()
     verify_access_token(token, s.app_jwt_secret)
     if not s.app_api_url:
         return jsonify({"projects": []}), 200

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask import Blueprint, Response, request, stream_with_context
@@ -18,8 +19,8 @@ from shared.errors import BadRequest
 from shared.frames import encode
 from shared.redis_client import redis_client
 from web.auth import bearer_token, bearer_user, check_origin, json_body, settings
-from web.follow import TurnFollower, follow_existing, project_fields, start_turn
-from web.guard import current_client, limiter, preferred_lang
+from web.follow import TurnFollower, follow_existing, open_turn
+from web.guard import current_client, limiter, preferred_lang, stream_slots
 from web.relay import Relay, Subscription
 from web.routes.ws import TICK_S, parse_ask
 
@@ -77,9 +78,9 @@ def chat_stream() -> Response:
     body = json_body()
     if not isinstance(body, dict):
         raise BadRequest("bad body", public_message="The request body must be a JSON object.")
-    fields = project_fields(s, token, parse_ask(body, s))
     relay = relay_for_process()
-    sub, follower = start_turn(redis_client(s), s, relay, user, fields)
+    sub, follower = open_turn(redis_client(s), s, relay, user, token, parse_ask(body, s),
+                              current_client(s))
     return sse_response(stream(relay, sub, follower, []))
 
 
@@ -89,6 +90,8 @@ def turn_events(turn: str) -> Response:
     from web import relay_for_process
 
     check_origin()
+    s = settings()
+    limiter(s).check_request(current_client(s), preferred_lang())
     user = bearer_user()
     raw = request.headers.get("Last-Event-ID", request.args.get("after", "-1"))
     try:
@@ -96,8 +99,29 @@ def turn_events(turn: str) -> Response:
     except ValueError:
         raise BadRequest("bad last event id",
                          public_message="Last-Event-ID must be a number.") from None
-    s = settings()
     relay = relay_for_process()
-    sub, follower = follow_existing(redis_client(s), s, relay, user, turn, max(-1, after))
-    return sse_response(stream(relay, sub, follower, follower.catch_up()))
+    slots, slot = stream_slots(s), uuid.uuid4().hex
+    slots.acquire(user, slot)
+    try:
+        sub, follower = follow_existing(redis_client(s), s, relay, user, turn, max(-1, after))
+    except BaseException:
+        slots.release(user, slot)
+        raise
+    return sse_response(held_stream(stream(relay, sub, follower, follower.catch_up()),
+                                    lambda: slots.renew(user, slot),
+                                    lambda: slots.release(user, slot)))
+
+
+def held_stream(body: Iterator[str], renew: Callable[[], None],
+                release: Callable[[], None]) -> Iterator[str]:
+    """The stream's events; its slot is renewed as events go out and freed when it ends."""
+    last = time.monotonic()
+    try:
+        for event in body:
+            if time.monotonic() - last >= 5:
+                renew()
+                last = time.monotonic()
+            yield event
+    finally:
+        release()
 

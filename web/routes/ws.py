@@ -16,7 +16,7 @@ from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
 from shared import turns
-from shared.config import Settings
+from shared.config import MODES, Settings
 from shared.errors import (
     AssistantError,
     BadRequest,
@@ -26,11 +26,13 @@ from shared.errors import (
     Unavailable,
 )
 from shared.frames import encode
+from shared.history import MAX_ENTRY_CHARS, bound_history
 from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
-from web.follow import TurnFollower, follow_existing, owns, project_fields, start_turn
+from web.follow import TurnFollower, follow_existing, open_turn, owns
+from web.guard import current_client
 from web.relay import Relay, Subscription
 from web.sock import sock
 from web.tickets import TicketGrant, consume_ticket
@@ -38,6 +40,9 @@ from web.tickets import TicketGrant, consume_ticket
 WS_PATH = "/api/v1/assistant/ws"
 MAX_HISTORY = 50
 TICK_S = 1.0
+# Close code when the app token the socket was opened with expires (4000-4999: ours).
+CLOSE_TOKEN_EXPIRED = 4401
+TOKEN_EXPIRED_REASON = "Your sign-in has expired. Get a new token and reconnect."
 log = logging.getLogger(__name__)
 bp = Blueprint("ws", __name__)
 
@@ -49,6 +54,7 @@ def _authorize_upgrade() -> None:
         return
     check_origin()
     g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
+    g.ws_client = current_client(settings())  # asks are counted per address too
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -81,13 +87,29 @@ def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
             and isinstance(m.get("content"), str) and _clean_text(m["content"])
             for m in history):
         raise BadRequest("bad history", public_message="The conversation history is not valid.")
+    if any(len(m["content"]) > MAX_ENTRY_CHARS for m in history):
+        raise TooLarge("history entry too long", public_message=(
+            "A message in the conversation history is too long."))
     project_id = frame.get("project_id")
     if project_id is not None and (not isinstance(project_id, str) or len(project_id) > 64
                                    or not _clean_text(project_id)):
         raise BadRequest("bad project id", public_message="The project id is not valid.")
     return {"message": message.strip(),
-            "history": [{"role": m["role"], "content": m["content"]} for m in history],
-            "project_id": project_id}
+            "history": bound_history(history),
+            "project_id": project_id, **parse_mode(frame, s)}
+
+
+def parse_mode(frame: dict[str, Any], s: Settings) -> dict[str, str]:
+    """The per-turn mode override (B-20): only in the dev profile, else the server's setting."""
+    mode = frame.get("mode")
+    if mode is None:
+        return {}
+    if s.profile != "dev":
+        raise BadRequest("mode override", public_message=(
+            "The mode is set on the server; choosing it per message is only for development."))
+    if mode not in MODES:
+        raise BadRequest("bad mode", public_message="The mode must be workflow, agent or hybrid.")
+    return {"mode": mode}
 
 
 def parse_resume(frame: dict[str, Any]) -> tuple[str, int]:
@@ -103,10 +125,13 @@ class Session:
     """One socket. A reader thread feeds client frames into the inbox the relay also feeds,
     so this one loop is the only writer to the socket."""
 
-    def __init__(self, ws: Any, grant: TicketGrant, s: Settings, relay: Relay) -> None:
+    def __init__(self, ws: Any, grant: TicketGrant, s: Settings, relay: Relay,
+                 client_addr: str | None = None) -> None:
         self.ws = ws
+        self.client_addr = client_addr
         self.user = grant.user
         self._app_token = grant.app_token  # memory only: for reading the user's project
+        self.expires_at = grant.expires_at
         self.settings = s
         self.relay = relay
         self.redis = redis_client(s)
@@ -117,6 +142,10 @@ class Session:
         self.last_heard = time.monotonic()
         self._window: list[float] = []  # arrival times of the last second's client frames
         self._floods = 0
+        self._pending = 0  # client frames queued in the inbox, not yet handled
+        self._pending_lock = threading.Lock()
+        self._flood_noted = threading.Event()  # one flood notice queued at a time
+        self._overflowed = False
 
     def send(self, frame: dict[str, Any]) -> None:
         """Send a frame (only the session loop writes to the socket)."""
@@ -124,13 +153,42 @@ class Session:
         self.last_sent = time.monotonic()
 
     def _read(self) -> None:
+        """Receive frames as they arrive: count them here, queue at most ws_inbox_frames."""
+        # Counting here, not in the loop, bounds memory while the loop waits (on a project
+        # read, say): frames over the rate are dropped, and a full inbox closes the socket.
+        # Frames keep being received and dropped until the loop has closed the socket, so
+        # they never pile up in the WebSocket library either.
         try:
             while True:
                 raw = self.ws.receive()
-                if raw is not None:
-                    self.inbox.put(("client", raw))
+                if raw is None or self._overflowed:
+                    continue
+                if self._flooding() or not self._reserve():
+                    # Over the rate, or the loop has not caught up: drop the frame and say so
+                    # once (a 429 error frame); a client that keeps on is disconnected.
+                    self._floods += 1
+                    if self._floods > 3 * self.settings.ws_frames_per_second:
+                        self._overflow("flood")
+                    elif not self._flood_noted.is_set():
+                        self._flood_noted.set()
+                        self.inbox.put(("flood", None))
+                    continue
+                self.inbox.put(("client", raw))
         except ConnectionClosed:
             self.inbox.put(("closed", None))
+
+    def _reserve(self) -> bool:
+        """Take one of the ws_inbox_frames places for a client frame, if one is free."""
+        with self._pending_lock:
+            if self._pending >= self.settings.ws_inbox_frames:
+                return False
+            self._pending += 1
+            return True
+
+    def _overflow(self, why: str) -> None:
+        """Stop queueing this client's frames and ask the loop to close the socket."""
+        self._overflowed = True
+        self.inbox.put(("overflow", why))
 
     def _flooding(self) -> bool:
         """True when this frame exceeds the per-connection frames-per-second cap."""
@@ -151,18 +209,21 @@ class Session:
                     continue
                 if kind == "closed":
                     return
+                self.check_expiry()
                 if kind == "frame":
                     self.relay_frames(self.follower.accept(item) if self.follower else [])
                     continue
                 self.last_heard = time.monotonic()
-                if self._flooding():
-                    self._floods += 1
-                    if self._floods > 3 * self.settings.ws_frames_per_second:
-                        self.ws.close(1008, "Too many frames.")
-                        return
+                if kind == "overflow":
+                    self.ws.close(1008, "Too many frames.")
+                    return
+                if kind == "flood":
+                    self._flood_noted.clear()
                     self.send(ws_error(RateLimited("frame flood", retry_after=1,
                                                    public_message="Too many messages at once.")))
                     continue
+                with self._pending_lock:
+                    self._pending -= 1
                 self.on_client(item)
         finally:
             self.end_turn()
@@ -183,9 +244,9 @@ class Session:
             if kind == "ask":
                 fields = parse_ask(frame, self.settings)
                 self.ensure_idle()
-                fields = project_fields(self.settings, self._app_token, fields)
-                self.sub, self.follower = start_turn(self.redis, self.settings, self.relay,
-                                                     self.user, fields, sink=self.inbox)
+                self.sub, self.follower = open_turn(
+                    self.redis, self.settings, self.relay, self.user, self._app_token, fields,
+                    self.client_addr, sink=self.inbox)
                 # Turn ids are random and carry nothing of the user: operators can follow a turn
                 # across web processes (a resume often lands on another one).
                 log.info("turn %s: asked over WebSocket", self.follower.turn)
@@ -233,8 +294,15 @@ class Session:
         if self.follower is not None and self.follower.done:
             self.end_turn()
 
+    def check_expiry(self) -> None:
+        """Close the socket once the app token it was opened with has expired."""
+        if time.time() >= self.expires_at:
+            self.ws.close(CLOSE_TOKEN_EXPIRED, TOKEN_EXPIRED_REASON)
+            raise ConnectionClosed(CLOSE_TOKEN_EXPIRED, "token expired")
+
     def on_tick(self) -> None:
         """A second without frames: watch the turn, ping while silent, close when idle."""
+        self.check_expiry()
         if self.follower is not None and not self.follower.done:
             self.relay_frames(self.follower.watch())
         elif time.monotonic() - self.last_heard > self.settings.ws_idle_s:
@@ -258,7 +326,7 @@ def assistant_ws(ws: Any) -> None:
     """The WebSocket handler; per-connection errors are caught here, at its edge."""
     from web import relay_for_process
 
-    session = Session(ws, g.ws_grant, settings(), relay_for_process())
+    session = Session(ws, g.ws_grant, settings(), relay_for_process(), g.get("ws_client"))
     OPEN_SOCKETS.inc()
     try:
         session.run()

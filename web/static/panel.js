@@ -574,6 +574,13 @@
         if (e.language) extra.push(String(e.language));
         if (typeof e.passages === "number") extra.push(this.t("steps.passages", {n: e.passages}));
         if (e.model) extra.push(String(e.model));
+        if (e.tool) {  // agent and hybrid modes: which tool, with what, and what came back
+          const arg = e.args && (e.args.query || e.args.id);
+          extra.push(String(e.tool) + (arg ? ": " + String(arg) : ""));
+          extra.push(e.ok ? this.t("steps.chars", {n: Number(e.chars) || 0})
+            : this.t("steps.tool_error", {error: String(e.error || "")}));
+          li.classList.add(e.ok ? "ba-step-tool" : "ba-step-tool-error");
+        }
         const label = (extra.length ? name + " (" + extra.join(", ") + ")" : name);
         const start = Math.round(Number(e.start_ms) || 0);
         const ms = Math.round(Number(e.ms) || 0);
@@ -772,18 +779,32 @@
 
     // ---- tokens, tickets, projects ----
 
-    async token() {
-      if (this.opts.getToken) return this.opts.getToken();
+    // getToken({fresh: true}) asks the host page for a new token: the one it gave has expired
+    // or was signed out (the app's tokens live 15 minutes).
+    async token(fresh) {
+      if (this.opts.getToken) return this.opts.getToken({fresh: !!fresh});
       return appStoredToken() || anonymousToken(this.baseUrl);
     }
 
     async ticket() {
-      const token = await this.token();
-      const resp = await fetch(this.baseUrl + "/api/v1/assistant/tickets", {
-        method: "POST", headers: {"Authorization": "Bearer " + token},
-      });
+      let resp = await this.requestTicket(await this.token(false));
+      if (resp.status === 401 && this.opts.getToken) {
+        resp = await this.requestTicket(await this.token(true));
+      }
+      if (resp.status === 401) {
+        throw new PanelError(this.t("error.signedOut"), 401, undefined, false);
+      }
       if (!resp.ok) throw await errorFrom(resp, this.t("error.ticket"));
       return (await resp.json()).ticket;
+    }
+
+    requestTicket(token) {
+      // A project turn's token is confirmed with the app before the ticket is issued.
+      const body = this.projectId ? JSON.stringify({project_id: this.projectId}) : undefined;
+      const headers = {"Authorization": "Bearer " + token};
+      if (body) headers["Content-Type"] = "application/json";
+      return fetch(this.baseUrl + "/api/v1/assistant/tickets",
+                   {method: "POST", headers: headers, body: body});
     }
 
     wsUrl(ticket) {

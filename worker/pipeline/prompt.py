@@ -6,10 +6,9 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from shared.history import HISTORY_CHARS, HISTORY_MESSAGES
 from worker.pipeline.types import Message, Retrieval
 
-HISTORY_MESSAGES = 20
-HISTORY_CHARS = 6000
 MARKER = re.compile(r"\s?\[\d+\]")
 
 

@@ -16,6 +16,7 @@ from shared import corpus_store
 from shared.config import Settings
 from shared.corpus_store import StoredPassage
 from shared.models import embed
+from worker.pipeline.lexicon import Lexicon, aligned_pairs, learn
 from worker.pipeline.types import Passage, Retrieval
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -34,6 +35,16 @@ class RetrievalConfig:
     fold_diacritics: bool = False
     lemmatize: bool = False
     per_language_pools: bool = False
+    # Cross-lingual help for a Czech question (issue 12): also search English passages with
+    # the question's words translated by the interface-text dictionary (lexicon.py) ...
+    expand_czech: bool = False
+    # ... keep this many of the top_k places for the best English passages ...
+    english_slots: int = 0
+    # When a translation is searched: search the original wording by meaning too, and search
+    # the (English) translation over English passages only, since the original's rankings
+    # already cover the Czech ones (both measured in docs/benchmarks.md, issue 12).
+    dense_original: bool = True
+    translation_english_only: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -147,6 +158,41 @@ def lexical_index(conn: psycopg.Connection, version: str, folded: bool = False,
         return current
 
 
+_lexicons: dict[str, Lexicon] = {}
+
+
+def lexicon_for(lexical: LexicalIndex) -> Lexicon:
+    """The cs->en dictionary learnt from this index version's locale twins (cached)."""
+    found = _lexicons.get(lexical.version)
+    if found is None:
+        found = learn(aligned_pairs((p.source, p.section, p.text) for p in lexical.passages))
+        _lexicons.clear()
+        _lexicons[lexical.version] = found
+    return found
+
+
+def interleave(main: list[tuple[str, float]], side: list[tuple[str, float]], top_k: int,
+               slots: int) -> list[tuple[str, float]]:
+    """Language-aware fusion: in every run of top_k places, the last `slots` go to the best
+    not yet placed passages of `side` (English pages found across languages), the others to
+    `main` (the ranking of the question's own wording), so neither crowds the other out."""
+    per = max(1, top_k - slots)
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    lists, pos = (main, side), [0, 0]
+    while pos[0] < len(main) or pos[1] < len(side):
+        for which, count in ((0, per), (1, slots)):
+            taken = 0
+            while taken < count and pos[which] < len(lists[which]):
+                pid, score = lists[which][pos[which]]
+                pos[which] += 1
+                if pid not in seen:
+                    seen.add(pid)
+                    out.append((pid, score))
+                    taken += 1
+    return out
+
+
 def fuse(rankings: list[list[tuple[str, float]]], k: int = 60) -> list[tuple[str, float]]:
     """Reciprocal rank fusion: sum of 1/(k + rank) over the rankings, best first."""
     scores: dict[str, float] = {}
@@ -157,33 +203,73 @@ def fuse(rankings: list[list[tuple[str, float]]], k: int = 60) -> list[tuple[str
 
 
 def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, query: str,
-         original: str | None = None, limit: int | None = None
+         original: str | None = None, limit: int | None = None, language: str | None = None
          ) -> tuple[str, list[tuple[str, float]], LexicalIndex]:
-    """(index version, ranked (passage id, score), lexical index) for a query."""
+    """(index version, ranked (passage id, score), lexical index) for a query; `language`
+    is the question's ("cs" turns on the configured cross-lingual help)."""
+    if config.mode not in MODES:
+        raise ValueError(f"unknown retrieval mode {config.mode!r}")
     info = corpus_store.current_index(conn)
     lexical = lexical_index(conn, info.version, config.fold_diacritics, config.lemmatize)
     pools: list[str | None] = ["en", "cs"] if config.per_language_pools else [None]
+    dense, words = config.mode in ("hybrid", "dense"), config.mode in ("hybrid", "bm25")
+    own = original or query
+    translated = own != query
+    czech = language == "cs"
+    expansion = lexicon_for(lexical).expand(own) if czech and config.expand_czech else ""
+    if czech and config.english_slots and (translated or expansion):
+        # Two lists: the question's own wording over everything, and the English side
+        # (translation, dictionary terms) over English passages only; then interleaved.
+        english = [t for t in (query if translated else "", expansion) if t]
+        vectors = _vectors(settings, [own, *english]) if dense else []
+        main, side = [], []
+        for lang in pools:
+            if dense:
+                main.append(corpus_store.dense_search(conn, vectors[0], config.candidates, lang))
+            if words:
+                main.append(lexical.top(own, config.candidates, lang))
+        for i, text in enumerate(english, start=1):
+            if dense:
+                side.append(corpus_store.dense_search(conn, vectors[i], config.candidates, "en"))
+            if words:
+                side.append(lexical.top(text, config.candidates, "en"))
+        ranked = interleave(fuse(main, config.rrf_k), fuse(side, config.rrf_k), config.top_k,
+                            config.english_slots)
+        return info.version, ranked[: limit or config.top_k], lexical
+    on_query: list[str | None] = ["en"] if config.translation_english_only and translated \
+        else pools
+    dense_texts = [query] + ([own] if config.dense_original and translated else [])
+    texts = dense_texts + ([expansion] if expansion else [])
+    vectors = _vectors(settings, texts) if dense else []
     rankings: list[list[tuple[str, float]]] = []
-    if config.mode in ("hybrid", "dense"):
-        vector = embed(settings.embeddings, [query], "query", settings.embedding_prefix_mode)[0]
-        for lang in pools:
+    for n, vector in enumerate(vectors[: len(dense_texts)]):
+        for lang in on_query if n == 0 else pools:
             rankings.append(corpus_store.dense_search(conn, vector, config.candidates, lang))
-    if config.mode in ("hybrid", "bm25"):
-        for lang in pools:
+    if expansion and dense:
+        rankings.append(corpus_store.dense_search(conn, vectors[-1], config.candidates, "en"))
+    if words:
+        for lang in on_query:
             rankings.append(lexical.top(query, config.candidates, lang))
-            if config.bm25_original and original and original != query:
-                rankings.append(lexical.top(original, config.candidates, lang))
-    if config.mode not in MODES:
-        raise ValueError(f"unknown retrieval mode {config.mode!r}")
+        if config.bm25_original and translated:
+            for lang in pools:
+                rankings.append(lexical.top(own, config.candidates, lang))
+        if expansion:
+            rankings.append(lexical.top(expansion, config.candidates, "en"))
     ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k)
     return info.version, ranked[: limit or config.top_k], lexical
 
 
+def _vectors(settings: Settings, texts: list[str]) -> list[list[float]]:
+    """Query embeddings of several texts in one request."""
+    return embed(settings.embeddings, texts, "query", settings.embedding_prefix_mode)
+
+
 def retrieve(conn: psycopg.Connection, settings: Settings, query: str,
-             original: str | None = None, config: RetrievalConfig | None = None) -> Retrieval:
+             original: str | None = None, config: RetrievalConfig | None = None,
+             language: str | None = None) -> Retrieval:
     """The top_k passages for a (search-language) query; BM25 also runs on the original."""
     config = config or RetrievalConfig.from_settings(settings)
-    version, ranked, lexical = rank(conn, settings, config, query, original)
+    version, ranked, lexical = rank(conn, settings, config, query, original, language=language)
     by_id = lexical.by_id
     passages = tuple(
         Passage(p.id, p.source, p.title, p.section, p.text, p.local, round(score, 5))

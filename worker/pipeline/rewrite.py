@@ -47,6 +47,20 @@ def translate_for_search(role: ModelRole, text: str, timeout_s: float = 30) -> s
     return out or text
 
 
+def translate_fewshot(role: ModelRole, text: str, timeout_s: float = 30) -> str:
+    """The question in English from a base (completion) model: a few-shot "Czech: / English:"
+    prompt, greedy, one line; the original if the model gives nothing."""
+    # No newline after the last "English:": the model's line must continue it.
+    prompt = prompt_text("translate_fewshot.txt").rstrip().format(text=" ".join(text.split()))
+    try:
+        resp = client_for(role, timeout_s).completions.create(
+            model=role.model, prompt=prompt, temperature=0, max_tokens=80, stop=["\n"])
+    except openai.OpenAIError as exc:
+        raise ModelError(f"{role.name} call failed: {type(exc).__name__}") from exc
+    out = " ".join((resp.choices[0].text or "").split()).strip().strip('"').strip()
+    return out or text
+
+
 def rewrite_followup(role: ModelRole, message: str, history: tuple[Message, ...],
                      timeout_s: float = 30) -> str:
     """One standalone question from a follow-up and the recent turns."""

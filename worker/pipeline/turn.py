@@ -13,17 +13,30 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.errors import AssistantError, TimedOut
+from shared.errors import AssistantError, ModelError, TimedOut
 from shared.language import detect_language
+from shared.project_context import grounding_numbers
 from shared.traces import Trace
 from worker.emit import TurnEmitter
+from worker.pipeline.agent import (
+    ToolsUnsupported,
+    choose_mode,
+    gather,
+    hybrid_summary,
+    trace_steps,
+)
 from worker.pipeline.checks import check_citations
 from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
-from worker.pipeline.prompt import build_messages
+from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.retrieve import retrieve
-from worker.pipeline.rewrite import looks_like_followup, rewrite_followup, translate_for_search
+from worker.pipeline.rewrite import (
+    looks_like_followup,
+    rewrite_followup,
+    translate_fewshot,
+    translate_for_search,
+)
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval, TurnRequest
 
@@ -67,7 +80,7 @@ def run_turn(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) 
         trace.error_code = exc.code
         emit.error(exc.code, exc.public_message)
     finally:
-        trace.steps = emit.steps
+        trace.steps = trace_steps(emit.steps, deps.settings.trace_text)
 
 
 def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> None:
@@ -86,9 +99,23 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("translate"):
             search = translate_for_search(s.translation, query)
             trace.models["translation"] = s.translation.model
+    elif s.fewshot_translates and lang == "cs":
+        with emit.step("translate") as d:
+            try:
+                search = translate_fewshot(s.translator, query)
+                trace.models["translation"] = s.translator.model
+            except ModelError:
+                # The translation only helps the search: without it, search the original.
+                d["fallback"] = "original"
+    mode, mode_note = choose_mode(req, s)
+    if mode != "workflow":
+        mode_note = _run_tools(req, deps, emit, trace, lang, search, query, mode,
+                               first_token_deadline)
+        if mode_note is None:
+            return
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
-        retrieval = retrieve(conn, s, search, original=query)
+        retrieval = retrieve(conn, s, search, original=query, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
@@ -99,6 +126,15 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("project") as d:
             project = ProjectData(req.project_text, req.project_grounding)
             d["read_ms"] = req.project_read_ms
+    _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
+            {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})})
+
+
+def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
+            retrieval: Retrieval, project: ProjectData | None, first_token_deadline: float,
+            extra: dict[str, Any]) -> None:
+    """Prompt, the streamed answer, checks and the done frame: the same in every mode."""
+    s = deps.settings
     _check_time(first_token_deadline, deps)
     structured = s.answer_form == "structured"
     with emit.step("prompt"):
@@ -140,6 +176,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         index=retrieval.index_version,
         language=lang,
         **form,
+        **extra,
     )
 
 
@@ -194,6 +231,46 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
     return _Answer("".join(shown), first_ms, gen.text)
 
 
+def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
+               search: str, query: str, mode: str, first_token_deadline: float) -> str | None:
+    """An agent or hybrid turn (B-20); returns the reason when it must fall back to workflow."""
+    s = deps.settings
+    seed = None
+    summary = None
+    _check_time(first_token_deadline, deps)
+    if mode == "hybrid":
+        with emit.step("retrieve") as d, deps.connect() as conn:
+            seed = retrieve(conn, s, search, original=query, language=lang)
+            d["passages"] = len(seed.passages)
+            d["index"] = seed.index_version
+        summary = hybrid_summary(req)
+        if summary is not None:
+            with emit.step("project") as d:
+                d["read_ms"] = req.project_read_ms
+
+    def search_docs(text: str) -> Retrieval:
+        with deps.connect() as conn:
+            return retrieve(conn, s, text, original=text)
+
+    try:
+        gathered = gather(req, s, emit, lang, search_docs, deps.cancelled.is_set,
+                          first_token_deadline, seed, summary)
+    except ToolsUnsupported as exc:
+        return f"{mode} mode fell back to workflow: {exc}."
+    retrieval = gathered.retrieval
+    trace.source_ids = [p.id for p in retrieval.passages]
+    trace.index_version = retrieval.index_version
+    trace.models["embeddings"] = s.embeddings.model
+    # A section hybrid already gave up front is not repeated in the final prompt.
+    texts = ([summary] if summary else []) + [t for t in gathered.project_texts
+                                              if not summary or t not in summary]
+    project = ProjectData("\n\n".join(texts), tuple(
+        n for t in texts for n in grounding_numbers(t))) if texts else None
+    _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
+            {"mode": mode, "tools": {"calls": gathered.calls, "cut": gathered.cut}})
+    return None
+
+
 def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
     if deps.cancelled.is_set():
         raise Cancelled("client cancelled")
@@ -204,8 +281,10 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectData | None, show_sources: bool) -> dict[str, Any]:
     """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
+    # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
+    # would let any number "confirm" itself, and the client writes the whole history.
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
-        m.content for m in req.history if m.role == "user"]
+        m.content for m in trim_history(req.history) if m.role == "user"]
     if project is not None:
         grounding += list(project.grounding)
     count = len(retrieval.passages)

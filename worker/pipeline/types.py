@@ -29,6 +29,10 @@ class TurnRequest:
     project_text: str | None = None
     project_grounding: tuple[str, ...] = ()
     project_read_ms: float | None = None
+    # B-20: the mode the web tier resolved, and what the project tools may read (prefetched
+    # by the web tier with the user's own access; see docs/how-it-works.md).
+    mode: str | None = None
+    tool_data: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnRequest:
@@ -42,7 +46,10 @@ class TurnRequest:
                        project_id=data.get("project_id"),
                        project_text=project.get("text"),
                        project_grounding=tuple(str(g) for g in project.get("grounding", ())),
-                       project_read_ms=project.get("read_ms"))
+                       project_read_ms=project.get("read_ms"),
+                       mode=data.get("mode"),
+                       tool_data=data.get("tool_data") if isinstance(
+                           data.get("tool_data"), dict) else None)
         except (KeyError, TypeError) as exc:
             raise BadRequest(f"malformed turn payload: {exc}") from None
 
@@ -56,6 +63,10 @@ class TurnRequest:
             out["project_context"] = {"text": self.project_text,
                                       "grounding": list(self.project_grounding),
                                       "read_ms": self.project_read_ms}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        if self.tool_data is not None:
+            out["tool_data"] = self.tool_data
         return out
 
 

@@ -1,0 +1,238 @@
+"""Cross-lingual retrieval (issue 12): the interface-text dictionary, English slots for a
+Czech question, the few-shot translation step against the scripted server, and the whole
+path against the real PostgreSQL+pgvector and embedding server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from corpus_jobs import stack
+from corpus_jobs.build import build_index, collect
+from corpus_jobs.client import ask, http_json
+from corpus_jobs.manifest import load_manifest
+from shared import corpus_store
+from shared.config import ModelRole, Settings
+from shared.errors import ModelError
+from tests.conftest import (
+    PG_PORT,
+    REPO,
+    WEB_PORT,
+    Stack,
+    redis_url,
+    scripted_roles,
+    set_script,
+    start_stack,
+)
+from tests.wsutil import app_token
+from worker.pipeline.lexicon import aligned_pairs, learn
+from worker.pipeline.retrieve import RetrievalConfig, interleave, rank, retrieve
+from worker.pipeline.rewrite import translate_fewshot
+
+CS = "frontend/src/i18n/locales/cs/auth.json"
+EN = "frontend/src/i18n/locales/en/auth.json"
+
+# Twin interface strings: "heslo" keeps meeting "password", "účet" keeps meeting "account".
+TWINS = {
+    "login": ({"password": "Heslo", "forgot": "Zapomněli jste heslo?",
+               "account": "Nemáte účet?", "create": "Vytvořit účet"},
+              {"password": "Password", "forgot": "Forgot your password?",
+               "account": "No account yet?", "create": "Create account"}),
+    "reset": ({"title": "Obnovit heslo", "done": "Heslo bylo změněno",
+               "delete": "Smazat účet", "deleted": "Účet byl smazán"},
+              {"title": "Reset password", "done": "Password was changed",
+               "delete": "Delete account", "deleted": "Account was deleted"}),
+}
+
+
+def test_twins_pair_by_file_and_key_path() -> None:
+    passages = [(CS, "login", "password: Heslo\ncreate: Vytvořit účet"),
+                (EN, "login", "password: Password\ncreate: Create account"),
+                ("frontend/src/i18n/locales/en/other.json", "login", "password: Nope"),
+                ("docs/a.md", "# A", "password: not a locale file")]
+    assert sorted(aligned_pairs(passages)) == [("Heslo", "Password"),
+                                               ("Vytvořit účet", "Create account")]
+
+
+def test_dictionary_learns_word_pairs_and_expands_a_czech_question() -> None:
+    pairs = [(cs[k], en[k]) for cs, en in TWINS.values() for k in cs]
+    lexicon = learn(pairs)
+    assert lexicon.entries["heslo"][0] == "password"
+    assert lexicon.entries["účet"][0] == "account"
+    terms = lexicon.expand("Jak si změním heslo ke svému účtu na Railway?").split()
+    assert "password" in terms and "account" in terms
+    assert "railway" in terms, "an unknown word (a name) is kept as written"
+    assert "jak" not in terms, "function words are dropped"
+
+
+def test_dictionary_from_the_become_interface_texts() -> None:
+    passages, _, _ = collect(load_manifest(REPO / "corpus_jobs/manifests/become.toml"))
+    lexicon = learn(aligned_pairs((p.source, p.section, p.text) for p in passages))
+    assert lexicon.pairs > 500
+    for cs, en in (("heslo", "password"), ("projekt", "project"), ("pozvánka", "invitation"),
+                   ("medián", "median"), ("škála", "scale")):
+        assert en in lexicon.entries[cs], (cs, lexicon.entries.get(cs))
+
+
+def test_english_slots_interleave_the_english_side_into_every_run_of_top_k() -> None:
+    main = [("c1", .9), ("c2", .8), ("e1", .7), ("c3", .6), ("c4", .5)]
+    side = [("e1", .5), ("e2", .4), ("e3", .3)]
+    out = [pid for pid, _ in interleave(main, side, top_k=3, slots=1)]
+    assert out == ["c1", "c2", "e1", "c3", "c4", "e2", "e3"], "e1 is placed once"
+    out = [pid for pid, _ in interleave(main, side, top_k=3, slots=2)]
+    assert out == ["c1", "e1", "e2", "c2", "e3", "c3", "c4"]
+    assert interleave(main, [], top_k=3, slots=1) == main
+    assert [p for p, _ in interleave([], side, top_k=3, slots=1)] == ["e1", "e2", "e3"]
+
+
+def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> None:
+    role = ModelRole("translation", "local", "scripted", f"{scripted_llm}/v1")
+    set_script(scripted_llm, [" How do I change my password?\nCzech: extra line"])
+    assert translate_fewshot(role, "Jak si  změním\nheslo?") == "How do I change my password?"
+    _, seen = http_json("GET", f"{scripted_llm}/_requests")
+    body = seen[-1]["body"]
+    assert body["temperature"] == 0 and body["stop"] == ["\n"]
+    assert body["prompt"].endswith("Czech: Jak si změním heslo?\nEnglish:")
+    set_script(scripted_llm, ["\n"])
+    assert translate_fewshot(role, "Jak?") == "Jak?", "nothing back: search the original"
+    set_script(scripted_llm, ["x"], status=500)
+    with pytest.raises(ModelError):
+        translate_fewshot(role, "Jak?")
+
+
+DB = "corpus_crosslingual"
+
+
+@pytest.fixture()
+def twin_corpus(services: stack.Supervisor, settings: Settings, tmp_path: Path) -> Settings:
+    """A database of its own with a tiny corpus: locale twins and one English page."""
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    redis_client(settings).delete(keys.CORPUS_REBUILD_LOCK)
+    admin = f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    stack.bootstrap_corpus_db(admin, DB, "corpus_owner", "corpus_reader")
+    for lang, index in (("cs", 0), ("en", 1)):
+        folder = tmp_path / "frontend/src/i18n/locales" / lang
+        folder.mkdir(parents=True)
+        data = {group: texts[index] for group, texts in TWINS.items()}
+        (folder / "auth.json").write_text(json.dumps(data, ensure_ascii=False))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/security.md").write_text(
+        "# Security\n\n## Password storage\n\nYour password is stored as a bcrypt hash, never "
+        "as the password itself; a changed password replaces the hash.\n\n## Cookies\n\n"
+        "The session cookie is httpOnly.\n")
+    (tmp_path / "m.toml").write_text(
+        'name = "t"\nroot = "."\ninclude = ["docs/*.md", "frontend/src/i18n/locales/*/*.json"]'
+        '\nlanguage = "en"\nlanguages = [{ glob = "frontend/src/i18n/locales/cs/*", '
+        'lang = "cs" }]\n')
+    s = dataclasses.replace(
+        settings,
+        corpus_dsn=f"postgresql://corpus_owner@127.0.0.1:{PG_PORT}/{DB}",
+        corpus_read_dsn=f"postgresql://corpus_reader@127.0.0.1:{PG_PORT}/{DB}")
+    build_index(s, load_manifest(tmp_path / "m.toml"))
+    return s
+
+
+def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: Settings
+                                                                    ) -> None:
+    from worker.pipeline.retrieve import lexical_index, lexicon_for
+
+    question = "Jak se ukládá moje heslo? Je zašifrované?"
+    plain = RetrievalConfig(top_k=2)
+    cross = RetrievalConfig(top_k=2, expand_czech=True, english_slots=1)
+    with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
+        lexical = lexical_index(conn, corpus_store.current_index(conn).version)
+        assert "password" in lexicon_for(lexical).entries["heslo"], "learnt from the index"
+        found = retrieve(conn, twin_corpus, question, config=cross, language="cs")
+        assert len(found.passages) == 2
+        langs = [lexical.by_id[p.id].lang for p in found.passages]
+        assert langs[1] == "en", "the second place is the English side's"
+        # Every English passage is reachable through the English side, the page included.
+        _, ranked, _ = rank(conn, twin_corpus, cross, question, limit=10, language="cs")
+        assert "docs/security.md" in {lexical.by_id[pid].source for pid, _ in ranked}
+        # The default path for a translated question: the translation finds the English page.
+        translated = retrieve(conn, twin_corpus, "How is my password stored?", original=question,
+                              config=RetrievalConfig(top_k=3), language="cs")
+        assert "docs/security.md" in [p.source for p in translated.passages]
+        # The cross-lingual help is for Czech questions only: English ones rank as before.
+        english = "How is my password stored?"
+        assert retrieve(conn, twin_corpus, english, config=cross, language="en").passages \
+            == retrieve(conn, twin_corpus, english, config=plain, language="en").passages
+
+
+def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
+    from shared.config import settings_from_env
+
+    s = settings_from_env({})
+    assert s.fewshot_translates and not s.translates, "offline default: the few-shot translator"
+    assert s.translator.model == "gemma-3-270m" and s.translator.provider == "local"
+    assert RetrievalConfig().dense_original, "the original wording is searched by meaning too"
+    assert RetrievalConfig().translation_english_only
+    hosted = settings_from_env({"ASSISTANT_LLM_PROVIDER": "api", "ASSISTANT_API_KEY": "k"})
+    assert hosted.translates and not hosted.fewshot_translates, "a hosted role translates"
+    off = settings_from_env({"ASSISTANT_TRANSLATE_QUERIES": "off"})
+    assert not off.translates and not off.fewshot_translates
+    moved = settings_from_env({"ASSISTANT_TRANSLATOR_BASE_URL": "http://127.0.0.1:9/v1/",
+                               "ASSISTANT_TRANSLATOR_MODEL": "other"})
+    assert moved.translator.base_url == "http://127.0.0.1:9/v1" and moved.translator.model \
+        == "other"
+
+
+@pytest.fixture(scope="module")
+def fewshot_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
+    """A stack on the offline defaults (translation `auto`, a local translation role) with
+    every model on the scripted server, the few-shot translator included."""
+    s = start_stack(services, "fewshot", WEB_PORT + 24, {
+        "ASSISTANT_REDIS_URL": redis_url(8),
+        **scripted_roles(scripted_llm),
+        "ASSISTANT_TRANSLATOR_BASE_URL": f"{scripted_llm}/v1",
+        "ASSISTANT_TRANSLATOR_MODEL": "scripted-translator",
+    })
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def test_czech_turn_searches_with_the_fewshot_translation(fewshot_stack: Stack,
+                                                          scripted_llm: str) -> None:
+    set_script(scripted_llm, ["How does the search work?\nCzech: more"])
+    frames, done = ask(fewshot_stack.base_url, app_token(fewshot_stack),
+                       "Jak funguje vyhledávání v dokumentaci?")
+    assert done["type"] == "done" and done["language"] == "cs"
+    assert "translate" in [f["step"] for f in frames if f["type"] == "event"]
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    completions = [r["body"] for r in requests if r.get("path", "").endswith("/v1/completions")]
+    assert len(completions) == 1 and completions[0]["model"] == "scripted-translator"
+    assert completions[0]["prompt"].endswith(
+        "Czech: Jak funguje vyhledávání v dokumentaci?\nEnglish:")
+    # An English question is searched as written: no translation call.
+    set_script(scripted_llm, ["Hybrid [1]."])
+    frames, done = ask(fewshot_stack.base_url, app_token(fewshot_stack),
+                       "How does the search work?")
+    assert done["type"] == "done"
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    assert not [r for r in requests if r.get("path", "").endswith("/v1/completions")]
+
+
+def test_compare_bootstraps_each_language_on_its_own() -> None:
+    from worker.evaluation import compare
+
+    def report(ranks: dict[str, int | None]) -> dict:
+        return {"questions": [{"id": i, "language": i[:2], "rank": r} for i, r in ranks.items()]}
+
+    a = report({"en1": 1, "en2": 2, "cs1": None, "cs2": 7, "cs3": 1})
+    b = report({"en1": 1, "en2": 2, "cs1": 2, "cs2": 3, "cs3": 1})
+    out = compare(a, b)
+    assert out["questions"] == 5 and set(out["by_language"]) == {"cs", "en"}
+    assert out["by_language"]["en"]["hit@3"]["mean_diff"] == 0
+    assert out["by_language"]["cs"]["questions"] == 3
+    assert out["by_language"]["cs"]["hit@3"]["mean_diff"] == round(2 / 3, 4)

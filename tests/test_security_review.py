@@ -1,0 +1,660 @@
+"""Issue 11 (security review): one test per finding, named after its item."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from simple_websocket import Client
+
+from corpus_jobs.client import ask, http_json, ws_url
+from shared import project_context as pc
+from tests.bad_inputs import SLOW_REGEX_UNITS
+from tests.conftest import Stack
+from tests.wsutil import app_token, get_ticket
+
+
+def record_events(events: list[dict[str, Any]]) -> None:
+    """Keep captured Celery events among the run's logs, which the secrets scan reads."""
+    from tests.conftest import VAR
+
+    (VAR / "log").mkdir(parents=True, exist_ok=True)
+    with open(VAR / "log" / "celery-events.log", "a", encoding="utf-8") as fh:
+        for e in events:
+            fh.write(json.dumps(e, default=str) + "\n")
+
+# CPU seconds per megabyte a cleaning step may take; linear code stays far below it.
+CPU_PER_MB = 1.5
+MB = 1_000_000
+CLEANING_STEPS: dict[str, Callable[[str], object]] = {
+    "controls": pc._strip_controls,
+    "markup": pc._strip_markup,
+    "fence word": lambda t: pc._FENCE_WORD.sub("project data", t),
+    "e-mail": lambda t: pc._EMAIL.sub("(e-mail removed)", t),
+    "uuid": lambda t: pc._UUID.sub("(id removed)", t),
+    "whitespace": lambda t: pc._WHITESPACE.sub(" ", t),
+    "clean_text": lambda t: pc.clean_text(t, pc.LIMIT_DESCRIPTION),
+    "grounding": pc.grounding_numbers,
+}
+
+
+@pytest.mark.parametrize("step_name", CLEANING_STEPS)
+def test_item1_slow_regexes_every_cleaning_step_is_linear_on_1mb(step_name: str) -> None:
+    step = CLEANING_STEPS[step_name]
+    for unit_name, unit in SLOW_REGEX_UNITS.items():
+        # Grow to 1 MB so a quadratic step fails at a small size instead of running for hours.
+        for size in (16_000, 128_000, MB):
+            text = unit * (size // len(unit))
+            start = time.process_time()
+            step(text)
+            spent = time.process_time() - start
+            budget = 0.02 + CPU_PER_MB * size / MB
+            assert spent < budget, (f"{step_name} on {size} chars of {unit_name!r}: "
+                                    f"{spent:.3f}s CPU, budget {budget:.3f}s")
+
+
+def test_item1_slow_regexes_clean_text_truncates_before_cleaning() -> None:
+    # A 1 MB description costs no more CPU than the 600 characters that can survive it.
+    text = "<script>" * (MB // 8)
+    start = time.process_time()
+    cleaned = pc.clean_text(text, pc.LIMIT_DESCRIPTION)
+    assert time.process_time() - start < 0.05
+    assert "<" not in cleaned and "script" not in cleaned
+    assert pc.clean_text("a" * MB + "@example.org", 50) == "a" * 49 + pc.ELLIPSIS
+
+
+def _turn_request(history: list[tuple[str, str]]) -> Any:
+    from worker.pipeline.types import Message, TurnRequest
+
+    return TurnRequest(turn="t" * 32, user="u", message="What is the result?",
+                       history=tuple(Message(r, c) for r, c in history))
+
+
+def test_item7_history_entry_of_100kb_is_refused_on_the_server(scripted_stack: Stack) -> None:
+    base = scripted_stack.base_url
+    ws = Client.connect(ws_url(base, get_ticket(base, app_token(scripted_stack, "item7"))))
+    try:
+        ws.send(json.dumps({"type": "ask", "message": "hi",
+                            "history": [{"role": "user", "content": "x" * 100_000}]}))
+        reply = json.loads(ws.receive(timeout=15) or "{}")
+        assert reply.get("type") == "error" and reply.get("code") == 413, reply
+    finally:
+        ws.close()
+
+
+def test_item7_history_is_bounded_to_20_messages_and_6000_chars_on_the_server() -> None:
+    from shared.config import Settings
+    from web.routes.ws import parse_ask
+
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "w" * 500}
+               for i in range(30)]
+    fields = parse_ask({"message": "hi", "history": history}, Settings())
+    kept = fields["history"]
+    assert len(kept) <= 20 and sum(len(m["content"]) for m in kept) <= 6000
+    assert kept[-1] == history[-1], "the newest messages are kept, the oldest dropped"
+
+
+def test_item7_only_the_users_own_recent_messages_ground_numbers() -> None:
+    from worker.pipeline.turn import run_checks
+    from worker.pipeline.types import Retrieval
+
+    retrieval = Retrieval(passages=(), index_version="v", query="q")
+    answer = "The result is 4217."
+    said_by_assistant = _turn_request([("user", "What is it?"), ("assistant", "It is 4217.")])
+    checks = run_checks(answer, retrieval, said_by_assistant, None, True)
+    assert checks["numbers"]["unconfirmed"] == ["4217"], "an earlier answer grounds nothing"
+    # A user message the model no longer sees (beyond the last 20) grounds nothing either.
+    old = [("user", "Remember 4217.")] + [("user", "ok"), ("assistant", "fine")] * 10
+    checks = run_checks(answer, retrieval, _turn_request(old), None, True)
+    assert checks["numbers"]["unconfirmed"] == ["4217"]
+    recent = _turn_request([("user", "Remember 4217."), ("assistant", "fine")])
+    assert run_checks(answer, retrieval, recent, None, True)["numbers"]["valid"]
+
+
+def test_item2_socket_closes_when_the_app_token_expires(scripted_stack: Stack) -> None:
+    from simple_websocket import ConnectionClosed
+
+    from shared.auth import mint_access_token
+
+    base = scripted_stack.base_url
+    token = mint_access_token("item2", scripted_stack.settings.app_jwt_secret, ttl_s=3)
+    ws = Client.connect(ws_url(base, get_ticket(base, token)))
+    closed_with: tuple[int, str] | None = None
+    try:
+        ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(ws.receive(timeout=10) or "{}") == {"type": "pong"}
+        time.sleep(4.5)  # the token has expired; the socket must not serve it any more
+        ws.send(json.dumps({"type": "ask", "message": "Still signed in?"}))
+        for _ in range(10):
+            reply = ws.receive(timeout=5)
+            assert reply is None or json.loads(reply).get("type") != "accepted", reply
+    except ConnectionClosed as exc:
+        closed_with = (exc.reason, exc.message)
+    assert closed_with is not None and closed_with[0] == 4401, closed_with
+    assert "expired" in closed_with[1]
+
+
+class _BurstSocket:
+    """A client socket stand-in that delivers a burst of frames as fast as they are read."""
+
+    def __init__(self, frames: int, size: int) -> None:
+        self.left = frames
+        self.frame = json.dumps({"type": "ping", "pad": "x" * size})
+        self.closed: tuple[int, str] | None = None
+
+    def receive(self) -> str:
+        from simple_websocket import ConnectionClosed
+
+        if self.left == 0:
+            raise ConnectionClosed(1000, "burst over")
+        self.left -= 1
+        return self.frame
+
+    def close(self, reason: int = 1000, message: str = "") -> None:
+        self.closed = (reason, message)
+
+
+def test_item5_inbox_is_bounded_and_frames_are_counted_in_the_reader() -> None:
+    from shared.config import Settings
+    from web.routes.ws import Session
+    from web.tickets import TicketGrant
+
+    s = Settings()
+    sock = _BurstSocket(frames=2000, size=200 * 1024)
+    session = Session(sock, TicketGrant("item5", "token", time.time() + 60), s,
+                      None)  # type: ignore[arg-type]
+    # The session loop is busy (say, waiting on a project read): only the reader runs.
+    session._read()
+    kinds = [session.inbox.get_nowait()[0] for _ in range(session.inbox.qsize())]
+    held = kinds.count("client")
+    assert held <= s.ws_inbox_frames, f"{held} frames of 200 KB held for one socket"
+    assert "overflow" in kinds, "a client that keeps flooding is disconnected"
+    assert len(kinds) <= s.ws_inbox_frames + 3  # one flood notice, the overflow, the close
+
+
+@pytest.fixture(scope="module")
+def item8_stack(services: Any, scripted_llm: str) -> Iterator[Stack]:
+    """A stack with a 3-second first-token limit whose worker the test stops and restarts,
+    and health detail for no loopback caller."""
+    from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
+
+    s = start_stack(services, "item8", WEB_PORT + 14, {
+        "ASSISTANT_REDIS_URL": redis_url(3), **scripted_roles(scripted_llm),
+        "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3",
+        # Item 3: loopback is not a trusted health caller here, and public calls are limited.
+        "ASSISTANT_HEALTH_TRUSTED": "192.0.2.1/32", "ASSISTANT_HEALTH_REQUEST_LIMIT": "5/minute"})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def _capture_task_events(redis_url: str, stop: threading.Event,
+                         into: list[dict[str, Any]]) -> threading.Thread:
+    """Record every Celery task event on the broker, as Flower receives them."""
+    from celery import Celery
+
+    app = Celery("item6-capture", broker=redis_url)
+    ready = threading.Event()
+
+    def run() -> None:
+        with app.connection() as conn:
+            recv = app.events.Receiver(conn, handlers={"*": into.append})
+            threading.Thread(target=lambda: (stop.wait(), setattr(recv, "should_stop", True)),
+                             daemon=True).start()
+            ready.set()
+            recv.capture(limit=None, timeout=None, wakeup=True)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    ready.wait(10)
+    return thread
+
+
+def test_item6_celery_task_events_carry_the_turn_id_never_the_payload(
+        item8_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["Fine [1]."])
+    events: list[dict[str, Any]] = []
+    stop = threading.Event()
+    thread = _capture_task_events(item8_stack.env["ASSISTANT_REDIS_URL"], stop, events)
+    time.sleep(1.5)  # the receiver's queue is bound before the turn is sent
+    secret = "item6-what-the-user-typed-7731"
+    frames, done = ask(item8_stack.base_url, app_token(item8_stack, "item6"),
+                       f"How does the search work? {secret}",
+                       history=[{"role": "user", "content": f"earlier {secret}"}])
+    turn = frames[0]["turn"]
+    time.sleep(1.5)
+    stop.set()
+    thread.join(10)
+    record_events(events)
+    sent = [e for e in events if e.get("type") == "task-sent" and e.get("uuid") == turn]
+    assert sent, f"no task-sent event captured among {len(events)}"
+    assert sent[0]["args"] == repr((turn,)) and sent[0]["kwargs"] == "{}"
+    for e in events:
+        assert secret not in json.dumps(e, default=str), e
+
+
+def test_item8_turns_queued_while_no_worker_runs_expire_unanswered(
+        item8_stack: Stack, scripted_llm: str) -> None:
+    from corpus_jobs.client import stream_turn
+    from tests.conftest import set_script, start_worker
+
+    set_script(scripted_llm, ["Late [1]."])
+    worker = next(p for p in item8_stack.sup.procs if p.name == "item8-worker")
+    item8_stack.sup.stop(worker)
+    marker = "item8-nobody-waits"
+    for i in range(3):  # each client goes away at once: nobody waits for these turns
+        for frame in stream_turn(item8_stack.base_url, app_token(item8_stack, f"item8-{i}"),
+                                 f"{marker} {i}: how does the search work?"):
+            assert frame["type"] == "accepted"
+            break
+    time.sleep(4)  # past the first-token limit
+    start_worker(item8_stack.sup, "item8", item8_stack.env)
+    time.sleep(8)  # the worker has long taken the queued tasks
+    _, requests = http_json("GET", f"{scripted_llm}/_requests")
+    called = [r for r in requests if marker in json.dumps(r)]
+    assert not called, f"{len(called)} model calls for turns nobody waited for"
+
+
+def test_item3_healthz_is_up_down_for_the_public_and_rate_limited(item8_stack: Stack) -> None:
+    status, body = http_json("GET", f"{item8_stack.base_url}/healthz")
+    assert status in (200, 503) and set(body) == {"ok", "status"}, body
+    assert body["status"] == ("up" if body["ok"] else "down")
+    statuses = [http_json("GET", f"{item8_stack.base_url}/healthz")[0] for _ in range(6)]
+    assert 429 in statuses, statuses
+
+
+def test_item3_healthz_detail_for_trusted_callers_is_cached(scripted_stack: Stack) -> None:
+    first = http_json("GET", f"{scripted_stack.base_url}/healthz")[1]
+    second = http_json("GET", f"{scripted_stack.base_url}/healthz")[1]
+    assert "components" in first and "model:answer" in first["components"]
+    assert first["checked_at"] == second["checked_at"], "checked once for both calls"
+
+
+def test_item4_ipv6_clients_are_bucketed_per_64(settings: Any, services: Any) -> None:
+    import dataclasses
+    import uuid
+
+    from shared.errors import RateLimited
+    from shared.limits import Limiter
+    from shared.redis_client import redis_client
+
+    s = dataclasses.replace(settings, client_request_limit="2/minute")
+    limiter = Limiter(s, redis_client(s))
+    prefix = f"2001:db8:{uuid.uuid4().int % 0xffff:x}:1"  # a fresh /64 per run
+    limiter.check_request(f"{prefix}::1")
+    limiter.check_request(f"{prefix}::2")
+    with pytest.raises(RateLimited):
+        limiter.check_request(f"{prefix}:ffff:ffff:ffff:fff0")  # same /64, another address
+    limiter.check_request(f"{prefix.rsplit(':', 1)[0]}:2::1")  # the next /64 is its own bucket
+
+
+class _CountingApp:
+    """Stands in for the BeCoMe app's API on loopback: counts reads, answers 404."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        self.paths: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                outer.paths.append(self.path)
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"detail": "Not found"}')
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+
+@pytest.fixture(scope="module")
+def counting_app() -> Iterator[_CountingApp]:
+    app = _CountingApp()
+    yield app
+    app.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def item4_stack(services: Any, scripted_llm: str, counting_app: _CountingApp
+                ) -> Iterator[Stack]:
+    """Tight per-user and per-address limits, one event stream per user."""
+    from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
+
+    s = start_stack(services, "item4", WEB_PORT + 15, {
+        "ASSISTANT_REDIS_URL": redis_url(2), **scripted_roles(scripted_llm),
+        "ASSISTANT_APP_API_URL": counting_app.url,
+        "ASSISTANT_USER_MESSAGE_LIMIT": "1/hour",
+        "ASSISTANT_CLIENT_MESSAGE_LIMIT": "3/hour",
+        "ASSISTANT_CLIENT_REQUEST_LIMIT": "40/minute",
+        "ASSISTANT_MAX_STREAMS_PER_USER": "1"})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def test_item4_limits_are_checked_before_any_app_api_call(
+        item4_stack: Stack, scripted_llm: str, counting_app: _CountingApp) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["First [1]."])
+    token = app_token(item4_stack, "item4-quota")
+    assert ask(item4_stack.base_url, token, "How does the search work?")[1]["type"] == "done"
+    before = len(counting_app.paths)
+    _, refused = ask(item4_stack.base_url, token, "And my project?", project_id="p-1")
+    assert refused["type"] == "error" and refused["code"] == 429, refused
+    assert len(counting_app.paths) == before, counting_app.paths[before:]
+
+
+def test_item4_turn_event_streams_are_capped_per_user(
+        item4_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+    from tests.sseutil import sse_frames
+
+    set_script(scripted_llm, ["Slow [1]."], stall_s=6)
+    token = app_token(item4_stack, "item4-streams")
+    chat = sse_frames(item4_stack.base_url, "POST", "/api/v1/assistant/chat/stream", token,
+                      body={"message": "How does the search work?"})
+    turn = next(chat)[1]["turn"]
+    path = f"/api/v1/assistant/turns/{turn}/events"
+    opened = sse_frames(item4_stack.base_url, "GET", path, token)
+    assert next(opened)[1]["type"] == "accepted"  # one live event stream of this user
+    events = f"{item4_stack.base_url}{path}"
+    status, body = http_json("GET", events, headers={"Authorization": f"Bearer {token}"})
+    assert status == 429, (status, body)
+
+
+def test_item4_websocket_asks_are_counted_per_address(item4_stack: Stack,
+                                                      scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["Fine [1]."])
+    # The two tests above asked twice from this address (they run first, in file order): one
+    # more user fills the allowance of 3, the next is refused.
+    outcomes = [ask(item4_stack.base_url, app_token(item4_stack, f"item4-addr-{i}"),
+                    "How does the search work?")[1] for i in range(2)]
+    assert outcomes[0]["type"] == "done", outcomes
+    assert outcomes[1]["type"] == "error" and outcomes[1]["code"] == 429, outcomes[1]
+    assert "address" in outcomes[1]["message"]
+
+
+def test_item4_projects_list_is_rate_limited(item4_stack: Stack) -> None:
+    # Last of the item-4 tests: it uses up this address's request allowance for a minute.
+    token = app_token(item4_stack, "item4-projects")
+    statuses = [http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/projects",
+                          headers={"Authorization": f"Bearer {token}"})[0] for _ in range(45)]
+    assert 429 in statuses, statuses
+    status, _ = http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/turns/{'a' * 32}"
+                          "/events", headers={"Authorization": f"Bearer {token}"})
+    assert status == 429
+
+
+def _timed_turn(stack: Stack, user: str) -> tuple[dict[str, Any], float]:
+    start = time.monotonic()
+    _, end = ask(stack.base_url, app_token(stack, user), "How does the search work?",
+                 timeout_s=60)
+    return end, time.monotonic() - start
+
+
+def test_item9_a_model_that_hangs_sending_nothing_is_stopped_at_the_first_token_limit(
+        strict_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    # strict_stack: first token 3 s, answer 8 s. The server keeps the connection busy with
+    # comments for 40 s, so no read timeout ever fires: only our own hard stop can end it.
+    set_script(scripted_llm, ["Too late [1]."], stall_s=40, keepalive=True)
+    end, took = _timed_turn(strict_stack, "item9-a")
+    assert end["type"] == "error" and end["code"] == 504, end
+    assert took < 3 + 4, f"ended after {took:.1f} s"
+
+
+def test_item9_a_model_that_trickles_is_stopped_at_the_answer_limit(
+        strict_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["One ", "two [1]."], delay_s=40, keepalive=True)
+    end, took = _timed_turn(strict_stack, "item9-b")
+    assert end["type"] == "error" and end["code"] == 504, end
+    assert took < 8 + 4, f"ended after {took:.1f} s"
+
+
+def _hosted_env(**extra: str) -> dict[str, str]:
+    from tests.conftest import TEST_ENV
+
+    return {**TEST_ENV, "ASSISTANT_API_KEY": "sk-shared-provider-a",
+            "ASSISTANT_ANSWER_PROVIDER": "api",
+            "ASSISTANT_ANSWER_LLM_BASE_URL": "https://provider-a.example/v1",
+            "ASSISTANT_LLM_PROVIDER": "api",
+            "ASSISTANT_LLM_BASE_URL": "https://provider-b.example/v1", **extra}
+
+
+def test_item10_hosted_keys_per_role_never_cross_providers() -> None:
+    from shared.config import ConfigError, settings_from_env
+
+    # Two providers and only the shared key: provider B would receive provider A's key.
+    with pytest.raises(ConfigError, match="ASSISTANT_LLM_API_KEY"):
+        settings_from_env(_hosted_env())
+    s = settings_from_env(_hosted_env(ASSISTANT_LLM_API_KEY="sk-provider-b"))
+    assert s.answer.key_for_request == "sk-shared-provider-a"
+    assert s.translation.key_for_request == "sk-provider-b"
+    # One host for both roles: the shared key serves both.
+    same = settings_from_env(_hosted_env(
+        ASSISTANT_LLM_BASE_URL="https://provider-a.example/v1/"))
+    assert same.translation.key_for_request == "sk-shared-provider-a"
+
+
+EMBED_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Host page</title>
+<link rel="stylesheet" href="{base}/static/panel.css">
+<script src="{base}/static/panel-i18n.js"></script>
+<script src="{base}/static/panel-render.js"></script>
+<script src="{base}/static/panel.js"></script></head>
+<body><div id="host"></div><script>
+BecomeAssistant.mount(document.getElementById("host"),
+  {{baseUrl: "{base}", getToken: () => "{token}", lang: "en"}});
+</script></body></html>"""
+
+
+class _HostPage:
+    """A second origin on loopback that serves one page embedding the panel."""
+
+    def __init__(self, port_number: int, html: str) -> None:
+        import http.server
+
+        body = html.encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port_number), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{port_number}/"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                              args=["--headless", "--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def _embed(chromium: Any, stack: Stack, port_number: int) -> tuple[Any, Any, list[str]]:
+    page_html = EMBED_PAGE.format(base=stack.base_url, token=app_token(stack, "item11"))
+    host = _HostPage(port_number, page_html)
+    context = chromium.new_context()
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text))
+    page.goto(host.url)
+    page.wait_for_selector("#ba-question")
+    page.get_by_label("Your question").fill("How does the search work?")
+    page.get_by_role("button", name="Ask", exact=True).click()
+    host.server.shutdown()
+    return context, page, console
+
+
+def test_item11_panel_embedded_from_an_allowed_second_origin_gets_an_answer(
+        chromium: Any, scripted_stack: Stack, scripted_llm: str) -> None:
+    from tests.conftest import port, set_script
+
+    set_script(scripted_llm, ["Embedded answer [1]."])
+    # The test environment allows 127.0.0.1 on ports 8010-8039 (moved by the offset).
+    context, page, console = _embed(chromium, scripted_stack, port(8038))
+    try:
+        page.wait_for_function("() => window.__assistantPanel.current && "
+                               "window.__assistantPanel.current.finished", timeout=30_000)
+        assert "Embedded answer" in page.evaluate("() => window.__assistantPanel.answerText()"), \
+            console
+    finally:
+        context.close()
+
+
+def test_item11_a_foreign_origin_is_refused(chromium: Any, scripted_stack: Stack) -> None:
+    from tests.conftest import port
+
+    context, page, _ = _embed(chromium, scripted_stack, port(8045))  # not an allowed origin
+    try:
+        outcome = page.evaluate("""async (base) => {
+            try { await fetch(base + "/api/v1/assistant/tickets", {method: "POST",
+                    headers: {"Authorization": "Bearer x"}}); return "read"; }
+            catch (e) { return "blocked"; } }""", scripted_stack.base_url)
+        assert outcome == "blocked"
+        page.wait_for_function("() => window.__assistantPanel.current && "
+                               "window.__assistantPanel.current.finished", timeout=30_000)
+        assert not page.evaluate("() => window.__assistantPanel.lastDone")
+    finally:
+        context.close()
+
+
+def test_item11_headers_restrict_connect_src_and_answer_cors_only_for_allowed_origins(
+        scripted_stack: Stack) -> None:
+    import urllib.request
+
+    from tests.conftest import port
+
+    def options(origin: str) -> dict[str, str]:
+        req = urllib.request.Request(f"{scripted_stack.base_url}/api/v1/assistant/tickets",
+                                     method="OPTIONS", headers={
+                                         "Origin": origin,
+                                         "Access-Control-Request-Method": "POST",
+                                         "Access-Control-Request-Headers": "authorization"})
+        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback
+            return {k.lower(): v for k, v in resp.headers.items()}
+
+    allowed = f"http://127.0.0.1:{port(8038)}"
+    headers = options(allowed)
+    assert headers.get("access-control-allow-origin") == allowed
+    assert "authorization" in headers.get("access-control-allow-headers", "").lower()
+    assert "access-control-allow-origin" not in options(f"http://127.0.0.1:{port(8045)}")
+    with urllib.request.urlopen(f"{scripted_stack.base_url}/", timeout=10) as resp:  # noqa: S310
+        csp = resp.headers["Content-Security-Policy"]
+    connect = next(d for d in csp.split(";") if d.strip().startswith("connect-src"))
+    assert " ws: " not in f"{connect} " and " wss: " not in f"{connect} ", connect
+
+
+def test_item12_tokens_without_iat_or_jti_are_refused() -> None:
+    import jwt as pyjwt
+
+    from shared.auth import verify_access_token
+    from shared.errors import Unauthorized
+
+    secret = "item12-secret-long-enough-for-hs256-0123456789"
+    now = int(time.time())
+    full = {"sub": "u", "iat": now, "exp": now + 60, "jti": "ab" * 16, "type": "access"}
+    assert verify_access_token(pyjwt.encode(full, secret, algorithm="HS256"), secret) == "u"
+    for missing in ("iat", "jti"):
+        claims = {k: v for k, v in full.items() if k != missing}
+        with pytest.raises(Unauthorized):
+            verify_access_token(pyjwt.encode(claims, secret, algorithm="HS256"), secret)
+
+
+def test_item12_a_logged_out_token_gets_no_ticket_for_a_project_turn(
+        project_stack: Stack, demo_app: str) -> None:
+    import urllib.parse
+    import urllib.request
+
+    from corpus_jobs.demo_seed import OFFICE_MOVE
+
+    form = urllib.parse.urlencode({"username": "alice@example.com",
+                                   "password": "demo-password"}).encode()
+    with urllib.request.urlopen(f"{demo_app}/api/v1/auth/login", form,  # noqa: S310
+                                timeout=10) as resp:
+        token = json.loads(resp.read())["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    tickets = f"{project_stack.base_url}/api/v1/assistant/tickets"
+    assert http_json("POST", f"{demo_app}/api/v1/auth/logout", headers=auth)[0] == 200
+    assert http_json("GET", f"{demo_app}/api/v1/users/me", headers=auth)[0] == 401
+    # The token still verifies offline (signature, exp): only the online check refuses it.
+    status, body = http_json("POST", tickets, {"project_id": OFFICE_MOVE}, headers=auth)
+    assert status == 401, body
+    # A ticket for a turn without project data needs no app call and is still issued.
+    assert http_json("POST", tickets, headers=auth)[0] == 201
+
+
+REFRESH_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Host page</title>
+<script src="{base}/static/panel-i18n.js"></script>
+<script src="{base}/static/panel-render.js"></script>
+<script src="{base}/static/panel.js"></script></head>
+<body><div id="host"></div><script>
+window.__tokenCalls = [];
+BecomeAssistant.mount(document.getElementById("host"), {{baseUrl: "{base}", lang: "en",
+  getToken: (opts) => {{
+    const fresh = !!(opts && opts.fresh);
+    window.__tokenCalls.push(fresh);
+    return fresh ? "{fresh}" : "{expired}";
+  }}}});
+</script></body></html>"""
+
+
+def test_item12_panel_asks_the_host_page_for_a_fresh_token_when_its_token_expired(
+        chromium: Any, scripted_stack: Stack, scripted_llm: str) -> None:
+    from shared.auth import mint_access_token
+    from tests.conftest import port, set_script
+
+    set_script(scripted_llm, ["Fresh answer [1]."])
+    secret = scripted_stack.settings.app_jwt_secret
+    html = REFRESH_PAGE.format(base=scripted_stack.base_url,
+                               fresh=mint_access_token("item12", secret),
+                               expired=mint_access_token("item12", secret, ttl_s=-60))
+    host = _HostPage(port(8037), html)
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.goto(host.url)
+        page.wait_for_selector("#ba-question")
+        page.get_by_label("Your question").fill("How does the search work?")
+        page.get_by_role("button", name="Ask", exact=True).click()
+        page.wait_for_function("() => window.__assistantPanel.current && "
+                               "window.__assistantPanel.current.finished", timeout=30_000)
+        assert page.evaluate("() => window.__tokenCalls") == [False, True]
+        assert "Fresh answer" in page.evaluate("() => window.__assistantPanel.answerText()")
+    finally:
+        context.close()
+        host.server.shutdown()

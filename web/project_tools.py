@@ -1,0 +1,81 @@
+"""What the project tools of agent and hybrid turns may read, prefetched with the user's token.
+
+Why prefetch (and not a capability the worker redeems later): the token then never leaves this
+process, exactly as in the workflow (web/app_api.py), and a tool can only ever return what the
+app showed this user before the turn was enqueued: another user's project is not in the payload
+at all, so no worker bug or model request can reach it. The cost is a few app reads per turn,
+bounded by PREFETCH_PROJECTS.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from shared.config import Settings
+from shared.errors import AssistantError, NotFound
+from shared.project_context import grounding_numbers
+from shared.project_sections import project_list, sections
+from web.app_api import AppApi
+
+log = logging.getLogger(__name__)
+# The panel's project when there is one, else the first projects of the user's list.
+PREFETCH_PROJECTS = 3
+
+
+def _read(api: AppApi, token: str, project_id: str) -> dict[str, Any]:
+    bundle = api.project_bundle(token, project_id)
+    if not isinstance(bundle["project"], dict):
+        raise NotFound("bad project body", public_message="This project was not found.")
+    parts = sections(bundle["project"], bundle["opinions"] or [], bundle["result"],
+                     bundle["members"] or [])
+    return {"project": parts.project, "result": parts.result, "opinions": parts.opinions,
+            "full": parts.full}
+
+
+def tool_data(settings: Settings, token: str, project_id: str | None) -> dict[str, Any]:
+    """The projects list and up to PREFETCH_PROJECTS projects' sections, read as the user.
+
+    The panel's project is read first and its refusal ends the turn as in the workflow; a
+    project of the list that cannot be read is just left out.
+    """
+    if not settings.app_api_url or not token:
+        return {"projects": [], "read": {}, "unavailable": True}
+    started = time.monotonic()
+    api = AppApi(settings.app_api_url, settings.app_api_timeout_s)
+    read: dict[str, Any] = {}
+    if project_id:
+        read[project_id] = _read(api, token, project_id)
+    try:
+        projects = project_list(api.my_projects(token))
+    except AssistantError as exc:
+        # Without a panel project the turn still answers from the docs; the tools say why not.
+        log.info("project tools: the project list is not readable (%d)", exc.code)
+        return {"projects": [], "read": read, "unavailable": not read,
+                "read_ms": round((time.monotonic() - started) * 1000, 1)}
+    for p in projects:
+        if len(read) >= PREFETCH_PROJECTS:
+            break
+        if p["id"] not in read:
+            try:
+                read[p["id"]] = _read(api, token, p["id"])
+            except AssistantError as exc:
+                log.info("project tools: one listed project not readable (%d)", exc.code)
+    return {"projects": projects, "read": read,
+            "read_ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+def with_tool_data(settings: Settings, token: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """An agent or hybrid ask's fields plus the tools' data; the panel's project also as the
+    workflow block (the worker's fallback when the model cannot call tools)."""
+    project_id = fields.get("project_id")
+    data = tool_data(settings, token, project_id)
+    out = {**fields, "tool_data": data}
+    if project_id and project_id in data["read"]:
+        full = data["read"][project_id]["full"]
+        out["project_context"] = {"text": full, "grounding": list(grounding_numbers(full)),
+                                  "read_ms": data.get("read_ms")}
+    for entry in data["read"].values():
+        entry.pop("full", None)  # carried once, in project_context
+    return out
