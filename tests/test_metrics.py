@@ -105,15 +105,23 @@ def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_
     start_processes(metrics_stack.sup, Plan(
         var_dir=VAR, name="metrics-flower", flower_port=flower, web=False, worker=False,
         beat=False), env={**metrics_stack.env, "FLOWER_UNAUTHENTICATED_API": "true"})
-    set_script(scripted_llm, [f"w{i} " for i in range(30)], delay_s=0.2)
-    states: set[str] = set()
+    states: dict[str, set[str]] = {}
+
+    def tasks() -> dict:  # type: ignore[type-arg]
+        with urllib.request.urlopen(f"http://127.0.0.1:{flower}/api/tasks", timeout=5) as r:
+            return json.loads(r.read())  # type: ignore[no-any-return]
 
     def seen() -> bool:
-        with urllib.request.urlopen(f"http://127.0.0.1:{flower}/api/tasks", timeout=5) as r:
-            tasks = json.loads(r.read())
-        states.update(t.get("state") for t in tasks.values()
-                      if t.get("name") == "turn.answer")
-        return "GENERATE" in states
+        for task_id, t in tasks().items():
+            if t.get("name") == "turn.answer":
+                states.setdefault(task_id, set()).add(t.get("state"))
+        return any("GENERATE" in s for s in states.values())
+
+    # A first turn shows that Flower's event receiver is connected (it starts a little after
+    # Flower answers HTTP); then the one whose steps are watched.
+    ask(metrics_stack)
+    assert wait_for(lambda: bool(tasks()), 15)
+    set_script(scripted_llm, [f"w{i} " for i in range(30)], delay_s=0.2)
 
     box: list[dict] = []  # type: ignore[type-arg]
     asker = threading.Thread(target=lambda: box.append(ask(metrics_stack)))
@@ -123,4 +131,6 @@ def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_
     finally:
         asker.join()
     assert box and box[0]["type"] == "done"
-    assert wait_for(lambda: seen() or "SUCCESS" in states, 10) and "SUCCESS" in states
+    watched = box[0]["turn"]  # the task id is the turn id
+    assert "GENERATE" in states[watched]
+    assert wait_for(lambda: (seen(), "SUCCESS" in states[watched])[1], 10), states
