@@ -185,7 +185,8 @@ class Handler(BaseHTTPRequestHandler):
                 if i + 1 < len(script["chunks"]):
                     self._pause(float(script.get("delay_s") or 0), bool(script.get("keepalive")))
             self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
-                         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                         "choices": [{"index": 0, "delta": {},
+                                      "finish_reason": script.get("finish_reason") or "stop"}]})
             self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
                          "choices": [], "usage": {"prompt_tokens": 11,
                                                   "completion_tokens": len(script["chunks"]),

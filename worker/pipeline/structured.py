@@ -24,6 +24,9 @@ SCHEMA: dict[str, Any] = {
             "required": ["n", "text"]}},
     },
     "required": ["answer", "outcome", "sources", "quotes"],
+    # No other keys: llama.cpp's grammar otherwise lets a model write a second "answer" after
+    # the first, and the parsed answer would differ from the one the user saw streamed.
+    "additionalProperties": False,
 }
 ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
            "t": "\t"}
@@ -100,10 +103,19 @@ class StructuredResult:
     sources: tuple[dict[str, Any], ...]
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("repeated key")
+    return dict(pairs)
+
+
 def verify(raw: str, streamed_answer: str, retrieval: Retrieval) -> StructuredResult:
     """Parse the model's JSON; each quote must be in its own passage, each path a real one."""
     try:
-        data = json.loads(raw, strict=False)  # models put raw newlines inside strings
+        # strict=False: models put raw newlines inside strings. A repeated key is refused: the
+        # user saw the first "answer" streamed, and json.loads would keep the last one.
+        data = json.loads(raw, strict=False, object_pairs_hook=_unique_keys)
         if not isinstance(data, dict):
             raise ValueError
     except ValueError:

@@ -144,9 +144,11 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     form: dict[str, Any] = {}
     if structured:
         result = verify(answer.raw, answer.text, retrieval)
-        answer = _Answer(result.answer, answer.first_token_ms, answer.raw)
+        answer = _Answer(result.answer, answer.first_token_ms, answer.raw, answer.cut)
         form = {"structured": {
-            "valid_json": result.valid_json, "outcome": result.outcome,
+            # cut: the output-token cap ended the JSON before it closed (valid_json is then
+            # False, and the answer is what was streamed).
+            "valid_json": result.valid_json, "cut": answer.cut, "outcome": result.outcome,
             "clarifying_question": result.clarifying_question,
             "quotes": list(result.quotes), "sources": list(result.sources)}}
     with emit.step("checks") as d:
@@ -185,6 +187,7 @@ class _Answer:
     text: str
     first_token_ms: float | None
     raw: str = ""
+    cut: bool = False
 
 
 def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
@@ -228,7 +231,7 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
     trace.usage = {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
                    "model": gen.model}
     first_ms = round((first[0] - emit.started) * 1000, 1) if first else None
-    return _Answer("".join(shown), first_ms, gen.text)
+    return _Answer("".join(shown), first_ms, gen.text, gen.cut)
 
 
 def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,

@@ -100,6 +100,8 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     model: str
+    # True when the model stopped at the output-token cap (finish_reason "length").
+    cut: bool = False
 
 
 @dataclass(frozen=True)
