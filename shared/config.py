@@ -105,6 +105,8 @@ class Settings:
     ws_max_frame_bytes: int = 256 * 1024
     ws_frames_per_second: int = 20
     ws_idle_s: float = 300.0
+    # The worker's Prometheus endpoint, on 127.0.0.1 only; 0 = none.
+    worker_metrics_port: int = 0
     ws_inbox_frames: int = 16  # client frames a socket holds unprocessed; more closes it
     # /healthz: callers (addresses or CIDR blocks) who get the detail; others get up/down,
     # rate-limited. Every caller shares one result, checked at most every health_cache_s.
@@ -305,6 +307,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         ws_max_frame_bytes=int(num("WS_MAX_FRAME_BYTES", d.ws_max_frame_bytes)),
         ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
         ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
+        worker_metrics_port=int(num("WORKER_METRICS_PORT", d.worker_metrics_port)),
         ws_inbox_frames=int(num("WS_INBOX_FRAMES", d.ws_inbox_frames)),
         health_trusted=env.get("ASSISTANT_HEALTH_TRUSTED", d.health_trusted),
         health_request_limit=env.get("ASSISTANT_HEALTH_REQUEST_LIMIT", d.health_request_limit),

@@ -48,6 +48,15 @@ class FrameLog:
         pipe.expire(self._log, self._ttl)
         pipe.execute()
 
+    def intact(self) -> bool:
+        """Whether the log still starts with the turn's first frame (seq 0); a Redis that
+        restarted without its data has no log, or only frames written after the restart."""
+        entries: Any = self._client.xrange(self._log, count=1)
+        if not entries:
+            return False
+        fields = entries[0][1]
+        return bool(json.loads(fields.get(b"f") or fields.get("f")).get("seq") == 0)
+
     def frames_after(self, after_seq: int) -> list[dict[str, Any]]:
         """Every logged frame with seq greater than after_seq, in order."""
         out = []

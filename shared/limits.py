@@ -13,17 +13,12 @@ Rate limits use the `limits` package's MovingWindowRateLimiter over RedisStorage
   the web process's clock, so web hosts must keep their clocks in sync (NTP).
 
 One message passes several limits (per user, global, optional daily). `limits` acquires each
-one atomically (a refused hit consumes nothing), but not several together, and it cannot undo
-a hit. So check_message first reads the windows (get_window_stats: the same test `test()` does,
-and it also gives the reset time for retry_after) and refuses before consuming anything; only
-then does it hit. The hits go shared limits first and the user's own limit last. The first hit
-needs no read before it (nothing has been consumed yet when it refuses), which saves a round
-trip. The only leak left is a race lost between a read and its hit (another process took the
-last slot in between); with this order it can only charge a shared counter for one refused
-message, never the user's own quota, which is charged only once every shared limit has
-accepted. Shared limits are the contended ones, so they are where such a race happens, and
-they are hit before anything else is consumed. Every limit errs toward refusing, never toward
-letting more through.
+one atomically but not several together, and it cannot undo a hit; so check_message runs one
+Lua script of its own over the same moving-window lists (the `limits` storage format: newest
+timestamp first, at most `amount` entries): it reads every window and, only when all accept,
+pushes the message's timestamp to each. All or nothing, in one round trip: a refusal consumes
+nothing anywhere, and no race between processes can charge a counter for a refused message.
+When several refuse, the user's own limit is named first (its sentence is the most useful).
 
 In-flight caps (per user, per web process, optionally cluster-wide) are leases: one sorted set
 per scope, members are turn ids scored by their deadline on the Redis clock. A Lua script
@@ -207,6 +202,8 @@ class Limiter:
         storage = RedisStorage(settings.redis_url, connection_pool=client.connection_pool,
                                key_prefix=keys.RATE_PREFIX, wrap_exceptions=True)
         self._window = MovingWindowRateLimiter(storage)
+        self._storage = storage
+        self._all_windows = client.register_script(_WINDOWS_LUA)
         self._max_chars = settings.max_message_chars
         self._per_client = parse_rate(settings.client_request_limit,
                                       "ASSISTANT_CLIENT_REQUEST_LIMIT")
@@ -259,26 +256,23 @@ class Limiter:
         if self._daily is not None:
             shared.insert(0, _Rule("daily", self._daily, keys.RATE_DAILY))
         if client_addr is not None:
-            # Shared by everyone behind the address, so hit with the shared limits.
+            # Shared by everyone behind the address.
             shared.append(_Rule("client", self._per_client_message,
                                 keys.rate_client_message(address_bucket(client_addr))))
-        hits = (*shared, user_rule)  # shared limits first: see the module docstring
+        rules = (user_rule, *reversed(shared))  # refusal order: user, address, global, daily
+        args: list[float | int] = [time.time()]
+        for rule in rules:
+            args += [rule.item.amount, rule.item.get_expiry()]
         try:
-            # Read every window that is not hit first, the user's own limit first (its
-            # sentence is the most useful one when several refuse), so that a refusal
-            # consumes nothing anywhere. The first hit needs no read: a refused hit consumes
-            # nothing, and nothing has been hit before it.
-            for rule in (user_rule, *shared[1:]):
-                stats = self._window.get_window_stats(rule.item, *rule.scope)
-                if stats.remaining < 1:
-                    raise self._refusal(rule, lang, stats.reset_time)
-            for rule in hits:
-                # A refusal after the first hit means another process took the last slot
-                # between our read and our hit.
-                if not self._window.hit(rule.item, *rule.scope):
-                    raise self._refusal(rule, lang)
+            refused, entry = self._all_windows(
+                keys=[self._storage.prefixed_key(r.item.key_for(*r.scope)) for r in rules],
+                args=args)
         except _STORE_ERRORS as exc:
             raise _unavailable(lang) from exc
+        if int(refused):
+            rule = rules[int(refused) - 1]
+            # The refusing list is full: its last entry is the oldest hit in the window.
+            raise self._refusal(rule, lang, float(entry) + rule.item.get_expiry())
 
     def _refusal(self, rule: _Rule, lang: str, reset_time: float | None = None) -> RateLimited:
         """The 429 for a refused rule, with retry_after from the moving window's reset time."""
@@ -307,6 +301,25 @@ class Limiter:
                     f"{_en_form(n, 'question')} a day across all visitors.")
         return RateLimited(f"{rule.kind} limit {rule.item}", retry_after=retry,
                            public_message=f"{text} {_again(retry, cs)}")
+
+
+# KEYS: moving-window lists in refusal order. ARGV: now (epoch s), then limit and expiry (s)
+# per key. Returns {0, ''} when every window accepted and was hit, else {i, oldest entry} of
+# the first that refused (nothing hit anywhere).
+_WINDOWS_LUA = """
+local now = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local limit, expiry = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local entry = redis.call('LINDEX', KEYS[i], limit - 1)
+  if entry and tonumber(entry) >= now - expiry then return {i, entry} end
+end
+for i = 1, #KEYS do
+  redis.call('LPUSH', KEYS[i], ARGV[1])
+  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[2 * i]) - 1)
+  redis.call('EXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]))
+end
+return {0, ''}
+"""
 
 
 # --- in-flight leases ----------------------------------------------------------------------
@@ -349,6 +362,18 @@ redis.call('PEXPIREAT', KEYS[4], deadline)
 return 0
 """
 
+# KEYS: holder hash, cluster set. ARGV: turn. The user and process sets are named in the
+# holder hash (one round trip instead of a read and then a MULTI).
+_RELEASE_LUA = """
+local user = redis.call('HGET', KEYS[1], 'user')
+local proc = redis.call('HGET', KEYS[1], 'proc')
+if user then redis.call('ZREM', user, ARGV[1]) end
+if proc then redis.call('ZREM', proc, ARGV[1]) end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
 # KEYS: holder hash, user set, process set, cluster set. ARGV: turn, lease ms.
 # Returns 1 when renewed, 0 when the lease had lapsed: its slot may be someone else's by now,
 # so it is not taken back behind the caps' back.
@@ -383,6 +408,7 @@ class Leases:
         self._total = settings.max_turns_total
         self._acquire = client.register_script(_ACQUIRE_LUA)
         self._renew = client.register_script(_RENEW_LUA)
+        self._release = client.register_script(_RELEASE_LUA)
 
     @property
     def renew_every_s(self) -> float:
@@ -433,15 +459,7 @@ class Leases:
     def release(self, turn: str) -> None:
         """Free a turn's slot now; if Redis is unreachable the lease simply runs out instead."""
         try:
-            user_key, proc_key = (_text(v) for v in
-                                  self._client.hmget(keys.slot_holder(turn), ["user", "proc"]))
-            pipe = self._client.pipeline(transaction=True)
-            for key in (user_key, proc_key):
-                if key is not None:
-                    pipe.zrem(key, turn)
-            pipe.zrem(keys.SLOTS_ALL, turn)
-            pipe.delete(keys.slot_holder(turn))
-            pipe.execute()
+            self._release(keys=[keys.slot_holder(turn), keys.SLOTS_ALL], args=[turn])
         except redis.RedisError:
             # Release usually runs in a `finally` while another error is in flight; raising
             # here would mask it, and the slot frees itself at its deadline anyway.

@@ -1,10 +1,13 @@
 """A scripted OpenAI-compatible chat server on loopback, standing in for an external model.
 
-Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0}
-(and "keepalive": true to send SSE comments, never a token, while stalling or delaying)
-and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
+Tests set the next answers with POST /_script {"chunks": [...], "delay_s": 0.0, "stall_s": 0,
+"die_after": -1} (and "keepalive": true to send SSE comments, never a token, while stalling or
+delaying) and read what the server received with GET /_requests. Optional "rules": [{"model", "match",
 "chunks"}] answer a request whose model equals `model` (when given) and whose messages contain
 `match` with that rule's chunks instead (first rule that fits; else the default chunks).
+"embed_delay_s" slows every embeddings request (a long index build); "die_after": N >= 0
+drops the connection after N chunks (a model server dying mid-stream);
+"stall_s" before the first chunk with a large value is a server that accepts and sends nothing.
 Run: python -m tests.scripted_llm PORT
 
 Tool calls (requests that offer `tools`), shaped as the OpenAI API shapes them, streamed
@@ -28,8 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_SCRIPT: dict[str, Any] = {"chunks": ["Scripted answer [1]."], "delay_s": 0.0,
-                                  "stall_s": 0.0, "status": 0, "tool_rounds": [],
-                                  "tool_forever": None, "tools_status": 0,
+                                  "stall_s": 0.0, "status": 0, "die_after": -1,
+                                  "tool_rounds": [], "tool_forever": None, "tools_status": 0,
                                   "embeddings_fail": 0}
 
 
@@ -119,10 +122,12 @@ class Handler(BaseHTTPRequestHandler):
                 fail = State.script.get("embeddings_fail", 0) > 0
                 if fail:
                     State.script["embeddings_fail"] -= 1
+                delay = float(State.script.get("embed_delay_s") or 0)
             if fail:
                 self._json(500, {"error": {"message": "scripted embeddings failure"}})
                 return
-            # Instant, deterministic unit vectors (for latency benchmarks), 384 dimensions.
+            time.sleep(delay)
+            # Deterministic unit vectors (instant by default: latency benchmarks), 384 dims.
             texts = body.get("input") or []
             texts = [texts] if isinstance(texts, str) else texts
             data = []
@@ -169,6 +174,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._pause(float(script.get("stall_s") or 0), bool(script.get("keepalive")))
             for i, chunk in enumerate(script["chunks"]):
+                if i == int(script.get("die_after", -1)):
+                    # Dies: the peer sees the stream end with no finish_reason and no [DONE].
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
                 self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted",
                              "choices": [{"index": 0, "delta": {"content": chunk},
                                           "finish_reason": None}]})

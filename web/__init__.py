@@ -28,7 +28,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from web import errors
     from web.headers import add_security_headers
     from web.queue import turn_queue
-    from web.routes import api, panel, sse, ws
+    from web.routes import api, metrics, panel, sse, ws
     from web.sock import sock
 
     app = Flask(__name__)
@@ -48,6 +48,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(ws.bp)
     app.register_blueprint(sse.bp)
     app.register_blueprint(panel.bp)
+    app.register_blueprint(metrics.bp)
 
     @app.after_request
     def _security_headers(resp: Any) -> Any:

@@ -21,6 +21,7 @@ from shared.config import Settings
 from shared.errors import AssistantError, NotFound, TimedOut, Unavailable
 from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
 from shared.language import detect_language
+from shared.metrics import TURN_STARTS
 from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
@@ -48,6 +49,7 @@ class TurnFollower:
     attempt: int = 1
     done: bool = False
     log: FrameLog = field(init=False)
+    redis_down_since: float | None = None
 
     def __post_init__(self) -> None:
         self.log = FrameLog(self.client, self.turn, self.settings.replay_ttl_s)
@@ -85,10 +87,33 @@ class TurnFollower:
         leases(self.settings).release(self.turn)
 
     def watch(self) -> list[dict[str, Any]]:
-        """On silence: fill gaps from the log, then check that a worker still runs the turn."""
+        """On silence: fill gaps from the log, then check that a worker still runs the turn.
+
+        While Redis is unreachable (a restart) it waits, up to the first-token limit, then
+        ends the turn for this client with an error frame; never silence.
+        """
+        try:
+            frames = self._watch()
+        except redis.RedisError:
+            now = time.monotonic()
+            self.redis_down_since = self.redis_down_since or now
+            if now - self.redis_down_since <= self.settings.first_token_timeout_s:
+                return []
+            self.done = True
+            exc = Unavailable("redis unreachable")
+            return [error_frame(self.turn, self.last + 1, exc.code, exc.public_message)]
+        self.redis_down_since = None
+        return frames
+
+    def _watch(self) -> list[dict[str, Any]]:
         missed = self.catch_up()
         if missed or self.done:
             return missed
+        if not self.log.intact():
+            # The replay log starts (seq 0) before the turn is enqueued and outlives it: its
+            # head gone means Redis lost its data (a restart), and with it the turn's state.
+            return self._abandon(Unavailable("turn state lost", public_message=(
+                "The answer was interrupted. Please ask again.")))
         attempt = 2 if self.client.exists(keys.turn_rerun(self.turn)) else self.attempt
         if turns.started(self.client, self.turn, attempt):
             if turns.lease_holder(self.client, self.turn) is not None:
@@ -155,12 +180,18 @@ def admit_turn(settings: Settings, user: str, message: str,
     turn = uuid.uuid4().hex
     lang = detect_language(message)
     # The slot first: a turn refused as busy must not use up the user's message quota.
-    leases(settings).acquire(user, turn, process_id(), lang)
+    try:
+        leases(settings).acquire(user, turn, process_id(), lang)
+    except AssistantError as exc:
+        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
+        raise
     try:
         limiter(settings).check_message(user, message, lang, client_addr)
-    except AssistantError:
+    except AssistantError as exc:
+        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
         leases(settings).release(turn)
         raise
+    TURN_STARTS.labels("accepted").inc()
     return turn
 
 

@@ -16,6 +16,28 @@ accesslog = "-"
 access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
 
 
+# Every worker writes its metrics here and GET /metrics sums them (prometheus_client's
+# multiprocess mode); set before any worker imports prometheus_client.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    import tempfile
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = _METRICS_DIR = tempfile.mkdtemp(
+        prefix="become-assistant-metrics-")
+
+    def on_exit(server: Any) -> None:
+        """Remove the metrics files this server created."""
+        import shutil
+
+        shutil.rmtree(_METRICS_DIR, ignore_errors=True)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A dead worker's live gauges stop counting."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
 def on_starting(server: Any) -> None:
     """Refuse to start with unsafe settings: one plain sentence and exit 1, no traceback."""
     import sys

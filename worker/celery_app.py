@@ -14,3 +14,4 @@ app.conf.include = ["worker.tasks", "corpus_jobs.tasks"]
 app.conf.beat_schedule = BEAT_SCHEDULE
 
 import worker.heartbeat  # noqa: E402,F401  (connects worker signals)
+import worker.metrics_server  # noqa: E402,F401

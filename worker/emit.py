@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,8 +13,10 @@ from shared.frames import FrameLog, error_frame
 class TurnEmitter:
     """Gives each frame the next seq (the web tier's `accepted` is seq 0)."""
 
-    def __init__(self, log: FrameLog, started: float | None = None, seq: int = 0) -> None:
+    def __init__(self, log: FrameLog, started: float | None = None, seq: int = 0,
+                 on_step: Callable[[str], None] | None = None) -> None:
         self._log = log
+        self._on_step = on_step
         self.turn = log.turn
         self.seq = seq
         self.started = started if started is not None else time.monotonic()
@@ -38,6 +40,8 @@ class TurnEmitter:
         """Time a pipeline step and emit it as an `event` frame (B-4)."""
         start = time.monotonic()
         detail: dict[str, Any] = {}
+        if self._on_step is not None:
+            self._on_step(name)
         try:
             yield detail
         finally:

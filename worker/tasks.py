@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from celery import shared_task
 
-from shared import traces, turns
+from shared import metrics, traces, turns
 from shared.celery_config import FEEDBACK_TASK, TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
 from shared.errors import AssistantError
@@ -27,6 +27,7 @@ from shared.redis_client import redis_client
 from worker.control import TurnControl
 from worker.db import corpus_connection
 from worker.emit import TurnEmitter
+from worker.pipeline.tools import TOOL_NAMES
 from worker.pipeline.turn import TurnDeps, run_turn
 from worker.pipeline.types import TurnRequest
 
@@ -49,7 +50,7 @@ def answer_turn(payload: dict[str, Any]) -> None:
     if turns.finished(last):
         return
     emit = TurnEmitter(FrameLog(client, turn, settings.replay_ttl_s), started,
-                       seq=int(last["seq"]) if last else 0)
+                       seq=int(last["seq"]) if last else 0, on_step=flower_step)
     if attempt > 1:
         emit.restart(attempt)
     try:
@@ -59,13 +60,42 @@ def answer_turn(payload: dict[str, Any]) -> None:
         emit.error(exc.code, exc.public_message)
         return
     trace = traces.Trace(turn=turn, user_hash=req.user, attempt=attempt)
-    with TurnControl(client, turn, attempt, settings.turn_lease_s,
-                     Leases(settings, client)) as control:
-        deps = TurnDeps(settings, lambda: corpus_connection(settings),
-                        cancelled=control.cancelled)
-        run_turn(req, deps, emit, trace)
+    try:
+        with TurnControl(client, turn, attempt, settings.turn_lease_s,
+                         Leases(settings, client)) as control:
+            deps = TurnDeps(settings, lambda: corpus_connection(settings),
+                            cancelled=control.cancelled)
+            run_turn(req, deps, emit, trace)
+    finally:
+        observe(trace, started)
     save_trace(settings, trace)
     log.info("turn %s attempt %d: %s after %d frames", turn, attempt, trace.outcome, emit.seq)
+
+
+def flower_step(name: str) -> None:
+    """Show the running step in Flower: a custom task event whose type becomes the task's
+    state there (RETRIEVE, GENERATE, ...). Monitoring never delays or fails a turn."""
+    try:
+        answer_turn.send_event(f"task-{name}", retry=False, step=name)
+    except Exception:  # noqa: BLE001 - any failure of the event bus is ignored here
+        log.debug("step event not sent")
+
+
+def observe(trace: traces.Trace, started: float) -> None:
+    """Metrics of a finished attempt (an attempt that raised counts as `crashed`)."""
+    first = next((s["start_ms"] / 1000 for s in trace.steps if s.get("step") == "first_token"),
+                 None)
+    flags = [name for name, check in trace.checks.items()
+             if isinstance(check, dict) and not check.get("valid", True)]
+    outcome = "crashed" if trace.outcome == "running" else trace.outcome
+    metrics.observe_turn(outcome, trace.error_code, first, started, flags)
+    for step in trace.steps:
+        if step.get("step") == "tool":
+            # The model names the tool: anything but ours is one label, not a new series.
+            name = step.get("tool") if step.get("tool") in TOOL_NAMES else "unknown"
+            result = "ok" if step.get("ok") else "limit" if step.get("error") == "limit" \
+                else "error"
+            metrics.TOOL_CALLS.labels(name, result).inc()
 
 
 def save_trace(settings: Settings, trace: traces.Trace) -> None:

@@ -27,6 +27,7 @@ from shared.errors import (
 )
 from shared.frames import encode
 from shared.history import MAX_ENTRY_CHARS, bound_history
+from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
@@ -326,6 +327,7 @@ def assistant_ws(ws: Any) -> None:
     from web import relay_for_process
 
     session = Session(ws, g.ws_grant, settings(), relay_for_process(), g.get("ws_client"))
+    OPEN_SOCKETS.inc()
     try:
         session.run()
     except ConnectionClosed:
@@ -337,3 +339,5 @@ def assistant_ws(ws: Any) -> None:
             pass
     except redis.RedisError:
         log.warning("socket ended: Redis unavailable")
+    finally:
+        OPEN_SOCKETS.dec()

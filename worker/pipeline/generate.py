@@ -48,13 +48,14 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
         kwargs["response_format"] = response_format
     parts: list[str] = []
     usage = (0, 0)
-    cut = False
+    finished = cut = False
     reader = _StreamReader(lambda: client.chat.completions.create(**kwargs))
     try:
         for chunk in reader.chunks(first_token_deadline, deadline, lambda: bool(parts)):
             if chunk.usage is not None:
                 usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
             for choice in chunk.choices:
+                finished = finished or choice.finish_reason is not None
                 cut = cut or choice.finish_reason == "length"
                 delta = choice.delta.content if choice.delta else None
                 if delta:
@@ -66,6 +67,10 @@ def stream_answer(role: ModelRole, settings: Settings, messages: list[dict[str, 
         raise ModelError(f"answer call failed: {type(exc).__name__}") from exc
     finally:
         reader.close()
+    if not finished:
+        # The connection closed without a finish_reason: the server died mid-answer, and a
+        # done frame would present a cut answer as whole.
+        raise ModelError("answer stream ended before the model finished")
     return Generation("".join(parts), usage[0], usage[1], role.model, cut)
 
 

@@ -1,0 +1,136 @@
+"""The Prometheus endpoints: a real turn shows up on the web tier's /metrics and on the
+worker's loopback endpoint; production serves /metrics only to a direct loopback scrape."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from simple_websocket import Client
+
+from corpus_jobs import stack
+from corpus_jobs.client import ws_url
+from corpus_jobs.run import Plan, start_processes
+from tests.conftest import (
+    VAR,
+    Stack,
+    port,
+    redis_url,
+    scripted_roles,
+    set_script,
+    start_stack,
+    wait_for,
+)
+from tests.test_production_profile import PRODUCTION, client_for
+from tests.wsutil import app_token, get_ticket
+
+WORKER_METRICS = port(9808)
+
+
+@pytest.fixture(scope="module")
+def metrics_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
+    s = start_stack(services, "metrics", port(8029), {
+        "ASSISTANT_REDIS_URL": redis_url(9), **scripted_roles(scripted_llm),
+        "ASSISTANT_WORKER_METRICS_PORT": str(WORKER_METRICS)})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+def scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain")
+        return resp.read().decode()
+
+
+def value(text: str, sample: str) -> float:
+    """The value of one sample line (name with labels, exactly as exposed)."""
+    m = re.search(rf"^{re.escape(sample)} ([0-9.e+]+)$", text, re.M)
+    assert m, f"{sample} not in metrics"
+    return float(m.group(1))
+
+
+def ask(s: Stack) -> dict:  # type: ignore[type-arg]
+    ws = Client.connect(ws_url(s.base_url, get_ticket(s.base_url, app_token(s))))
+    try:
+        ws.send(json.dumps({"type": "ask", "message": "How does the search work?"}))
+        while True:
+            frame = json.loads(ws.receive(timeout=30))
+            if frame["type"] in ("done", "error"):
+                return frame  # type: ignore[no-any-return]
+    finally:
+        ws.close()
+
+
+def test_a_turn_is_counted_on_the_web_tier_and_the_worker(metrics_stack: Stack,
+                                                           scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Scripted answer [9]."])  # [9]: a citation the check flags
+    assert ask(metrics_stack)["type"] == "done"
+    web = scrape(metrics_stack.base_url + "/metrics")
+    assert value(web, 'assistant_turn_starts_total{result="accepted"}') == 1
+    assert value(web, 'assistant_queue_depth{queue="turns"}') == 0
+    assert value(web, "assistant_inflight_slots") == 0
+    assert value(web, "assistant_redis_up") == 1
+    # The server notices the closed socket a moment later.
+    assert wait_for(lambda: value(scrape(metrics_stack.base_url + "/metrics"),
+                                  "assistant_open_sockets") == 0, 5)
+    worker = scrape(f"http://127.0.0.1:{WORKER_METRICS}/metrics")
+    assert value(worker, 'assistant_turns_total{code="",outcome="done"}') == 1
+    assert value(worker, "assistant_first_token_seconds_count") == 1
+    assert value(worker, "assistant_answer_seconds_count") == 1
+    assert value(worker, 'assistant_check_flags_total{check="citations"}') == 1
+    assert "assistant_rebuilds_total" in worker and "assistant_tool_calls_total" in worker
+
+
+def test_production_serves_metrics_to_a_direct_loopback_scrape_only(
+        services: stack.Supervisor) -> None:
+    client = client_for(PRODUCTION)
+    outside = client.get("/metrics", environ_base={"REMOTE_ADDR": "203.0.113.7"})
+    assert outside.status_code == 404
+    proxied = client.get("/metrics", environ_base={"REMOTE_ADDR": "127.0.0.1"},
+                         headers={"X-Forwarded-For": "203.0.113.7"})
+    assert proxied.status_code == 404
+    local = client.get("/metrics", environ_base={"REMOTE_ADDR": "127.0.0.1"})
+    assert local.status_code == 200 and b"assistant_queue_depth" in local.data
+
+
+def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_llm: str
+                                                 ) -> None:
+    flower = port(5565)
+    start_processes(metrics_stack.sup, Plan(
+        var_dir=VAR, name="metrics-flower", flower_port=flower, web=False, worker=False,
+        beat=False), env={**metrics_stack.env, "FLOWER_UNAUTHENTICATED_API": "true"})
+    states: dict[str, set[str]] = {}
+
+    def tasks() -> dict:  # type: ignore[type-arg]
+        with urllib.request.urlopen(f"http://127.0.0.1:{flower}/api/tasks", timeout=5) as r:
+            return json.loads(r.read())  # type: ignore[no-any-return]
+
+    def seen() -> bool:
+        for task_id, t in tasks().items():
+            if t.get("name") == "turn.answer":
+                states.setdefault(task_id, set()).add(t.get("state"))
+        return any("GENERATE" in s for s in states.values())
+
+    # A first turn shows that Flower's event receiver is connected (it starts a little after
+    # Flower answers HTTP); then the one whose steps are watched.
+    ask(metrics_stack)
+    assert wait_for(lambda: bool(tasks()), 15)
+    set_script(scripted_llm, [f"w{i} " for i in range(30)], delay_s=0.2)
+
+    box: list[dict] = []  # type: ignore[type-arg]
+    asker = threading.Thread(target=lambda: box.append(ask(metrics_stack)))
+    asker.start()
+    try:
+        assert wait_for(seen, 20, 0.3), states
+    finally:
+        asker.join()
+    assert box and box[0]["type"] == "done"
+    watched = box[0]["turn"]  # the task id is the turn id
+    assert "GENERATE" in states[watched]
+    assert wait_for(lambda: (seen(), "SUCCESS" in states[watched])[1], 10), states
