@@ -141,9 +141,15 @@ def start_stack(services: stack.Supervisor, name: str, web_port: int,
     """Start a Celery worker and a gunicorn web server with the test env plus overrides."""
     env = stack_env(overrides)
     sup = stack.Supervisor(VAR / "log")
-    start_processes(sup, Plan(var_dir=VAR, name=name, web_bind=f"127.0.0.1:{web_port}",
-                              web_workers=1, worker_concurrency=4, beat=False, flower=False),
-                    env=env)
+    try:
+        start_processes(sup, Plan(var_dir=VAR, name=name, web_bind=f"127.0.0.1:{web_port}",
+                                  web_workers=1, worker_concurrency=4, beat=False,
+                                  flower=False), env=env)
+    except BaseException:
+        # A web server that cannot start must not leave its worker behind: it would keep
+        # taking turns from the broker database it shares with a later stack.
+        sup.stop_all()
+        raise
     return Stack(name, f"http://127.0.0.1:{web_port}", env, settings_from_env(env), sup)
 
 

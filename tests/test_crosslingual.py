@@ -191,7 +191,7 @@ def fewshot_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Sta
     """A stack on the offline defaults (translation `auto`, a local translation role) with
     every model on the scripted server, the few-shot translator included."""
     s = start_stack(services, "fewshot", WEB_PORT + 24, {
-        "ASSISTANT_REDIS_URL": redis_url(8),
+        "ASSISTANT_REDIS_URL": redis_url(1),
         **scripted_roles(scripted_llm),
         "ASSISTANT_TRANSLATOR_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_TRANSLATOR_MODEL": "scripted-translator",

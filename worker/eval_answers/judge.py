@@ -64,8 +64,12 @@ def blind_items(pairs: Sequence[tuple[str, str]], seed: int,
 
 
 def judge_order(items: dict[str, dict[str, str]], seed: int) -> list[str]:
-    """The order the judge sees the items in: shuffled, setups interleaved at random."""
-    order = sorted(items)
+    """The order the judge sees the items in: shuffled, setups interleaved at random.
+
+    Shuffled from a fixed starting order, so the run's seed alone decides it (the ids are
+    random tokens; sorting by them would make every run's order a new draw).
+    """
+    order = sorted(items, key=lambda i: (items[i]["setup"], items[i]["question"]))
     random.Random(seed + 1).shuffle(order)
     return order
 
