@@ -43,6 +43,8 @@ CHECK_FLAGS = Counter("assistant_check_flags", "Answers a check flagged (citatio
 TOOL_CALLS = Counter("assistant_tool_calls", "Tool calls made by agent turns", ["tool", "result"])
 REBUILDS = Counter("assistant_rebuilds", "Corpus rebuilds by result (built, unchanged, "
                    "skipped, failed)", ["result"])
+FEEDBACK = Counter("assistant_feedback", "Thumbs on answers from the panel, by rating",
+                   ["rating"])
 OPEN_SOCKETS = Gauge("assistant_open_sockets", "Open assistant WebSockets",
                      multiprocess_mode="livesum")
 

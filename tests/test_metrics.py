@@ -13,7 +13,7 @@ import pytest
 from simple_websocket import Client
 
 from corpus_jobs import stack
-from corpus_jobs.client import ws_url
+from corpus_jobs.client import http_json, ws_url
 from corpus_jobs.run import Plan, start_processes
 from tests.conftest import (
     VAR,
@@ -85,6 +85,18 @@ def test_a_turn_is_counted_on_the_web_tier_and_the_worker(metrics_stack: Stack,
     assert value(worker, "assistant_answer_seconds_count") == 1
     assert value(worker, 'assistant_check_flags_total{check="citations"}') == 1
     assert "assistant_rebuilds_total" in worker and "assistant_tool_calls_total" in worker
+
+
+def test_feedback_is_counted_by_rating(metrics_stack: Stack, scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Scripted answer [1]."])
+    done = ask(metrics_stack)
+    status, _ = http_json("POST", metrics_stack.base_url + "/api/v1/assistant/feedback",
+                          {"turn": done["turn"], "rating": "down", "comment": "too short"},
+                          headers={"Authorization": f"Bearer {app_token(metrics_stack)}"})
+    assert status == 202
+    web = scrape(metrics_stack.base_url + "/metrics")
+    assert value(web, 'assistant_feedback_total{rating="down"}') == 1
+    assert "too short" not in web
 
 
 def test_production_serves_metrics_to_a_direct_loopback_scrape_only(

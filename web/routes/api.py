@@ -141,6 +141,9 @@ def feedback() -> tuple[Response, int]:
         raise NotFound("not the caller's turn", public_message="This answer was not found.")
     turn_queue.feedback({"turn": turn, "user": user_hash(user), "rating": rating,
                          "comment": comment.strip()})
+    from shared.metrics import FEEDBACK
+
+    FEEDBACK.labels(rating).inc()
     return jsonify({"ok": True}), 202
 
 
