@@ -58,6 +58,8 @@ TEST_ENV = {
     # tests/test_limits.py and the hardening tests exercise the real ones.
     "ASSISTANT_USER_MESSAGE_LIMIT": "100000/hour",
     "ASSISTANT_CLIENT_REQUEST_LIMIT": "100000/minute",
+    # Every test client is 127.0.0.1, and the windows live in Redis across sessions.
+    "ASSISTANT_CLIENT_MESSAGE_LIMIT": "100000/hour",
     "ASSISTANT_GLOBAL_MESSAGE_LIMIT": "1000000/hour",
     "ASSISTANT_MAX_TURNS_PER_USER": "4",
     "ASSISTANT_APP_JWT_SECRET": "test-secret-for-the-test-profile-only-0123456789",
