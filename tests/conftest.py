@@ -102,10 +102,28 @@ def services(settings: Settings) -> Iterator[stack.Supervisor]:
     sup = stack.Supervisor(VAR / "log")
     try:
         start_services(settings, sup, Plan(var_dir=VAR))
+        forget_rate_windows()
         build_index(settings, load_manifest(settings.corpus_manifest))
         yield sup
     finally:
         sup.stop_all()
+
+
+def forget_rate_windows() -> None:
+    """Drop the rate-limit windows earlier sessions left in the test Redis databases.
+
+    They outlive a session (an hour for the message quotas), and the strict stacks of the
+    limit tests would otherwise start over quota. Only `ba:rate*` keys, never the broker's.
+    """
+    import redis
+
+    from shared import keys
+
+    for db in range(1, 16):
+        client = redis.Redis.from_url(redis_url(db))
+        names = list(client.scan_iter(match=f"{keys.RATE_PREFIX}*", count=1000))
+        if names:
+            client.delete(*names)
 
 
 def start_scripted(sup: stack.Supervisor) -> str:

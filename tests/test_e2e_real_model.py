@@ -39,7 +39,7 @@ def test_cli_ask_streams_and_prints_sources(real_stack: Stack) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Sources:" in proc.stdout
     sources = proc.stdout.split("Sources:")[1]
-    assert re.search(r"\[\d\] How the BeCoMe assistant works — .*How the search works", sources)
+    assert re.search(r"\[\d\] How the BeCoMe assistant works > How the search works", sources)
     assert re.search(r"\[[1-3]\]", proc.stdout.split("Sources:")[0]), "the answer cites [n]"
 
 
