@@ -56,15 +56,16 @@ def _is_avx512(raw: list[str], text: str) -> bool:
 
 def scan_disassembly(lines: Iterable[str], binary: str = "?") -> list[Finding]:
     """Findings in objdump -d output (with raw bytes), one per offending function."""
-    counts: dict[str, list[object]] = {}
+    counts: dict[str, int] = {}
+    examples: dict[str, str] = {}
     function = "?"
     raw: list[str] = []
     text = ""
 
     def flush() -> None:
         if raw and _is_avx512(raw, text) and not DISPATCHED.search(function):
-            entry = counts.setdefault(function, [0, text.strip()])
-            entry[0] = int(str(entry[0])) + 1
+            counts[function] = counts.get(function, 0) + 1
+            examples.setdefault(function, text.strip())
 
     for line in lines:
         m = _FUNC.match(line)
@@ -84,7 +85,7 @@ def scan_disassembly(lines: Iterable[str], binary: str = "?") -> list[Finding]:
             # objdump continues a long instruction's bytes on the next line, with no text.
             raw = raw + parts
     flush()
-    return [Finding(binary, name, int(str(c)), str(ex)) for name, (c, ex) in sorted(counts.items())]
+    return [Finding(binary, name, counts[name], examples[name]) for name in sorted(counts)]
 
 
 def objdump_lines(path: Path) -> Iterator[str]:
