@@ -78,10 +78,10 @@ docker-smoke: docker-images
 	$(PY) docker/smoke.py
 
 lint: deps
-	$(VENV)/bin/ruff check web worker shared corpus_jobs tests bench
+	$(VENV)/bin/ruff check web worker shared corpus_jobs assistant_cli demo_app tests bench
 
 typecheck: deps
-	$(VENV)/bin/mypy web worker shared corpus_jobs
+	$(VENV)/bin/mypy web worker shared corpus_jobs assistant_cli demo_app
 
 pytest: deps tests/js/node_modules
 	$(PY) -m pytest $(PYTEST_ARGS)

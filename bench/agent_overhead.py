@@ -18,7 +18,7 @@ from typing import Any
 
 from simple_websocket import Client
 
-from corpus_jobs.client import http_json, ws_url
+from assistant_cli.client import http_json, ws_url
 from tests import conftest
 from tests.wsutil import app_token, get_ticket
 

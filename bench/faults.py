@@ -28,9 +28,9 @@ from typing import Any
 
 from simple_websocket import Client, ConnectionClosed
 
-from corpus_jobs import stack
-from corpus_jobs.client import ws_url
-from corpus_jobs.run import Plan, start_processes
+from assistant_cli import stack
+from assistant_cli.client import ws_url
+from assistant_cli.run import Plan, start_processes
 from shared.config import settings_from_env
 from tests.conftest import (
     EMBED_PORT,

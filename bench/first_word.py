@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 from simple_websocket import Client
 
-from corpus_jobs.client import ws_url
-from corpus_jobs.demo_app import bootstrap_demo_db, start_demo_app
-from corpus_jobs.demo_seed import FLOOD_PLAN
+from assistant_cli.client import ws_url
+from assistant_cli.demo import bootstrap_demo_db, start_demo_app
+from demo_app.seed import FLOOD_PLAN
 from tests import conftest
 from tests.wsutil import app_token, get_ticket
 

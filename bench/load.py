@@ -23,7 +23,7 @@ import psycopg
 import redis
 from simple_websocket import Client, ConnectionClosed
 
-from corpus_jobs.client import ClientError, get_ticket, ws_url
+from assistant_cli.client import ClientError, get_ticket, ws_url
 from shared import keys, turns
 from shared.auth import mint_access_token
 from tests import conftest

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from corpus_jobs.build import Passage, _swap, _write_staging, collect, ensure_schema
 from corpus_jobs.manifest import load_manifest
 from shared import corpus_store

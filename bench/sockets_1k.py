@@ -27,9 +27,9 @@ import websockets
 from simple_websocket import Client
 
 from bench.faults import children
-from corpus_jobs import stack
-from corpus_jobs.client import ws_url
-from corpus_jobs.run import Plan, start_processes
+from assistant_cli import stack
+from assistant_cli.client import ws_url
+from assistant_cli.run import Plan, start_processes
 from shared import keys
 from shared.auth import user_hash
 from shared.config import settings_from_env

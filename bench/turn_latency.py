@@ -22,8 +22,8 @@ import time
 import redis
 from simple_websocket import Client
 
-from corpus_jobs import stack
-from corpus_jobs.client import ws_url
+from assistant_cli import stack
+from assistant_cli.client import ws_url
 from shared.frames import FrameLog
 from tests import conftest
 from tests.wsutil import app_token, get_ticket

@@ -17,7 +17,7 @@ from typing import Any
 
 from simple_websocket import Client
 
-from corpus_jobs.client import ws_url
+from assistant_cli.client import ws_url
 from shared import turns
 from shared.redis_client import redis_client
 from tests.conftest import Stack, redis_url, set_script, start_worker

@@ -1,1 +1,1 @@
-"""Corpus jobs (load, cut, embed, swap an index in) and the operator CLI."""
+"""Corpus jobs: load, cut, caption, embed and swap an index in (CLI and Celery beat)."""

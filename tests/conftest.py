@@ -72,10 +72,10 @@ for _k in [k for k in os.environ if k.startswith("ASSISTANT_")]:
     del os.environ[_k]
 os.environ.update(TEST_ENV)
 
-from corpus_jobs import stack  # noqa: E402
+from assistant_cli import stack  # noqa: E402
 from corpus_jobs.build import build_index  # noqa: E402
 from corpus_jobs.manifest import load_manifest  # noqa: E402
-from corpus_jobs.run import Plan, start_processes, start_services  # noqa: E402
+from assistant_cli.run import Plan, start_processes, start_services  # noqa: E402
 from shared.config import INSECURE_DEV_SECRET, Settings, settings_from_env  # noqa: E402
 
 
@@ -248,7 +248,7 @@ def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stac
 
 def set_script(base: str, chunks: list[str], **kwargs: float) -> None:
     """Set the scripted server's next answer."""
-    from corpus_jobs.client import http_json
+    from assistant_cli.client import http_json
 
     status, _ = http_json("POST", f"{base}/_script", {"chunks": chunks, **kwargs})
     assert status == 200
@@ -267,7 +267,7 @@ def wait_for(check, timeout_s: float = 30.0, interval: float = 0.2) -> bool:  # 
 @pytest.fixture(scope="session")
 def demo_app(services: stack.Supervisor) -> Iterator[str]:
     """The demo BeCoMe app (real HTTP, its own database on the test PostgreSQL); its URL."""
-    from corpus_jobs.demo_app import bootstrap_demo_db, start_demo_app
+    from assistant_cli.demo import bootstrap_demo_db, start_demo_app
 
     dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")
     sup = stack.Supervisor(VAR / "log")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from simple_websocket import Client
 
-from corpus_jobs.client import http_json, ws_url
-from corpus_jobs.demo_seed import CAFETERIA_MENU, DEMO_USERS, FLOOD_PLAN, OFFICE_MOVE
+from assistant_cli.client import http_json, ws_url
+from demo_app.seed import CAFETERIA_MENU, DEMO_USERS, FLOOD_PLAN, OFFICE_MOVE
 from shared import keys
 from shared.config import Settings
 from shared.errors import BadRequest

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from simple_websocket import Client, ConnectionClosed
 
-from corpus_jobs.client import ask, ws_url
+from assistant_cli.client import ask, ws_url
 from tests.bad_inputs import CARRIED, REFUSED
 from tests.conftest import Stack, set_script
 from tests.wsutil import app_token, get_ticket, http_json

@@ -11,13 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corpus_jobs.cli import parser
-from corpus_jobs.demo_seed import OFFICE_MOVE
+from assistant_cli.cli import parser
+from demo_app.seed import OFFICE_MOVE
 from tests.conftest import REPO, Stack, set_script
 
 
 def cli(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "corpus_jobs.cli", *args], input=stdin,
+    return subprocess.run([sys.executable, "-m", "assistant_cli.cli", *args], input=stdin,
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from corpus_jobs.build import build_index
 from corpus_jobs.manifest import load_manifest
 from shared import corpus_store
@@ -111,7 +111,7 @@ def test_killed_build_leaves_the_previous_index_serving_and_resumes(
                                            for j in range(8)))
     env = {**os.environ, **TEST_ENV, "ASSISTANT_CORPUS_DSN": s.corpus_dsn,
            "ASSISTANT_CORPUS_READ_DSN": s.corpus_read_dsn}
-    proc = subprocess.Popen([sys.executable, "-m", "corpus_jobs.cli", "corpus", "build",
+    proc = subprocess.Popen([sys.executable, "-m", "assistant_cli.cli", "corpus", "build",
                              "--manifest", str(root / "m.toml")], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     owner = psycopg.connect(s.corpus_dsn, autocommit=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from corpus_jobs.build import build_index, collect
-from corpus_jobs.client import ask, http_json
+from assistant_cli.client import ask, http_json
 from corpus_jobs.manifest import load_manifest
 from shared import corpus_store
 from shared.config import ModelRole, Settings

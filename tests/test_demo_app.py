@@ -15,8 +15,8 @@ import jwt
 import psycopg
 import pytest
 
-from corpus_jobs.demo_app import CREDENTIALS_ERROR
-from corpus_jobs.demo_seed import (
+from demo_app.app import CREDENTIALS_ERROR
+from demo_app.seed import (
     CAFETERIA_MENU,
     DEMO_PASSWORD,
     DEMO_PROJECTS,
@@ -303,7 +303,7 @@ def test_unknown_route_is_a_json_404(demo_app: str, tokens: dict[str, str]) -> N
 
 
 def test_seeding_is_idempotent(demo_app: str) -> None:
-    from corpus_jobs.demo_app import demo_dsn
+    from demo_app.app import demo_dsn
     from tests.conftest import PG_PORT
 
     with psycopg.connect(demo_dsn(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")) as conn:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from corpus_jobs.client import ask
+from assistant_cli.client import ask
 from tests.conftest import REPO, Stack
 from tests.wsutil import app_token
 
@@ -34,7 +34,7 @@ def test_real_model_answers_over_websocket(real_stack: Stack) -> None:
 @pytest.mark.realmodel
 def test_cli_ask_streams_and_prints_sources(real_stack: Stack) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "corpus_jobs.cli", "ask", "--url", real_stack.base_url, QUESTION],
+        [sys.executable, "-m", "assistant_cli.cli", "ask", "--url", real_stack.base_url, QUESTION],
         cwd=REPO, env=real_stack.env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr
     assert "Sources:" in proc.stdout

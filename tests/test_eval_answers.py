@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from corpus_jobs.cli import main
-from corpus_jobs.client import http_json
-from corpus_jobs.eval_cli import passage_lookup
+from assistant_cli.cli import main
+from assistant_cli.client import http_json
+from assistant_cli.eval_cli import passage_lookup
 from shared.auth import mint_access_token
 from tests.conftest import REPO, Stack, redis_url, set_script, stack_env, wait_for
 from worker.eval_answers import harness, judge, seal, stats
@@ -331,7 +331,7 @@ def test_a_killed_run_resumes_without_repeating_questions(
             "--judge", f"scripted-judge@{scripted_llm}/v1", "--second-share", "0",
             "--out", str(out), "--ledger", str(tmp_path / "seals.jsonl")]
     script_all(scripted_llm, delay_s=0.3, split=4)  # about a second per answer
-    proc = subprocess.Popen([sys.executable, "-m", "corpus_jobs.cli", *argv], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "assistant_cli.cli", *argv], cwd=REPO,
                             env=stack_env({"ASSISTANT_TOKEN": eval_token}),
                             stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

@@ -10,7 +10,7 @@ import pytest
 
 from bench import faults
 from bench.faults import LIMIT_S, FaultStack, Result
-from corpus_jobs import stack
+from assistant_cli import stack
 
 ROUNDS = 2
 DOWN = "The document index is unavailable right now. Please try again shortly."

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from tests.conftest import VAR, Stack, port, start_stack, wait_for
 from tests.wsutil import http_json
 

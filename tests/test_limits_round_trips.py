@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import redis
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from shared.config import settings_from_env
 from shared.errors import RateLimited
 from shared.limits import Leases, Limiter

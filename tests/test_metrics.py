@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 from simple_websocket import Client
 
-from corpus_jobs import stack
-from corpus_jobs.client import http_json, ws_url
-from corpus_jobs.run import Plan, start_processes
+from assistant_cli import stack
+from assistant_cli.client import http_json, ws_url
+from assistant_cli.run import Plan, start_processes
 from tests.conftest import (
     VAR,
     Stack,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from corpus_jobs.client import http_json
+from assistant_cli.client import http_json
 from tests.conftest import REPO, Stack, set_script
 
 ARTIFACTS = REPO / "test-artifacts"

@@ -481,7 +481,7 @@ def app_result(demo_app: str, project: str) -> dict[str, Any]:
 def test_project_answer_shows_a_chart_from_the_project_data(
         phone: bool, project_stack: Stack, demo_app: str, scripted_llm: str,
         panel_factory: Any) -> None:  # noqa: F811
-    from corpus_jobs.demo_seed import FLOOD_PLAN
+    from demo_app.seed import FLOOD_PLAN
 
     p = panel_factory(project_stack, bypass_csp=True, viewport=PHONE if phone else (1280, 900),
                       phone=phone)

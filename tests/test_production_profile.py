@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET, settings_from_env
 from tests.conftest import TEST_ENV

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from corpus_jobs import stack
-from corpus_jobs.client import ask
-from corpus_jobs.demo_seed import (
+from assistant_cli import stack
+from assistant_cli.client import ask
+from demo_app.seed import (
     CAFETERIA_MENU,
     DEMO_USERS,
     FLOOD_PLAN,

@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from tests.conftest import REPO, TEST_ENV, VAR, port, redis_url, wait_for
 from tests.wsutil import http_json
 
@@ -24,7 +24,7 @@ def test_run_starts_everything_and_sigint_leaves_nothing(services: stack.Supervi
     out = VAR / "run-command.out"
     with open(out, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "corpus_jobs.cli", "run", "--bind", f"127.0.0.1:{WEB}",
+            [sys.executable, "-m", "assistant_cli.cli", "run", "--bind", f"127.0.0.1:{WEB}",
              "--flower-port", str(FLOWER), "--var", str(VAR / "run")],
             cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
     try:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from simple_websocket import Client
 
-from corpus_jobs.client import ask, http_json, ws_url
+from assistant_cli.client import ask, http_json, ws_url
 from shared import project_context as pc
 from tests.bad_inputs import SLOW_REGEX_UNITS
 from tests.conftest import Stack
@@ -242,7 +242,7 @@ def test_item6_celery_task_events_carry_the_turn_id_never_the_payload(
 
 def test_item8_turns_queued_while_no_worker_runs_expire_unanswered(
         item8_stack: Stack, scripted_llm: str) -> None:
-    from corpus_jobs.client import stream_turn
+    from assistant_cli.client import stream_turn
     from tests.conftest import set_script, start_worker
 
     set_script(scripted_llm, ["Late [1]."])
@@ -599,7 +599,7 @@ def test_item12_a_logged_out_token_gets_no_ticket_for_a_project_turn(
     import urllib.parse
     import urllib.request
 
-    from corpus_jobs.demo_seed import OFFICE_MOVE
+    from demo_app.seed import OFFICE_MOVE
 
     form = urllib.parse.urlencode({"username": "alice@example.com",
                                    "password": "demo-password"}).encode()

@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from corpus_jobs import run, stack
+from assistant_cli import run, stack
 from corpus_jobs.manifest import load_manifest
 from tests.conftest import PG_PORT, REPO, TEST_ENV
 
@@ -20,7 +20,7 @@ ADMIN = f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres"
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
     full.update(TEST_ENV, **env)
-    return subprocess.run([sys.executable, "-m", "corpus_jobs.cli", *args], cwd=REPO, env=full,
+    return subprocess.run([sys.executable, "-m", "assistant_cli.cli", *args], cwd=REPO, env=full,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from corpus_jobs import stack
-from corpus_jobs.client import ask
+from assistant_cli import stack
+from assistant_cli.client import ask
 from tests.conftest import WEB_PORT, Stack, port, redis_url, scripted_roles, set_script, start_stack
 from tests.wsutil import app_token
 from worker.pipeline.structured import SCHEMA, AnswerFieldStream, verify

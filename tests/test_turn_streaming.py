@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 from simple_websocket import Client
 
-from corpus_jobs.client import ask, ws_url
+from assistant_cli.client import ask, ws_url
 from tests.conftest import Stack, set_script
 from tests.sseutil import sse_frames
 from tests.wsutil import app_token, get_ticket

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench.worker_kill import KILL_ENV, run
-from corpus_jobs import stack
+from assistant_cli import stack
 from tests.conftest import Stack, port, start_stack, start_worker
 
 

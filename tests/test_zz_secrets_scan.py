@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from corpus_jobs import stack
-from corpus_jobs.client import ask
+from assistant_cli import stack
+from assistant_cli.client import ask
 from tests.conftest import VAR, WEB_PORT, Stack, redis_url, set_script, start_stack
 from tests.sseutil import sse_frames
 from tests.wsutil import app_token, get_ticket, http_json

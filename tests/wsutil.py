@@ -6,7 +6,7 @@ import http.client
 from typing import Any
 from urllib.parse import urlparse
 
-from corpus_jobs.client import get_ticket, http_json
+from assistant_cli.client import get_ticket, http_json
 from shared.auth import mint_access_token
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from celery import Celery
 
-from corpus_jobs.schedule import BEAT_SCHEDULE
 from shared.celery_config import celery_config
 from shared.config import get_settings
+from worker.beat_schedule import BEAT_SCHEDULE
 
 app = Celery("become_assistant")
 app.conf.update(celery_config(get_settings()))

@@ -1,6 +1,6 @@
 #!/bin/sh
 # First start: initdb with password authentication, then the roles and databases that
-# corpus_jobs/stack.py bootstrap_corpus_db / bootstrap_app_db make for `make run`. Later starts:
+# assistant_cli/stack.py bootstrap_corpus_db / bootstrap_app_db make for `make run`. Later starts:
 # just PostgreSQL. Passwords are applied only when the data volume is new.
 set -eu
 if [ ! -s "$PGDATA/PG_VERSION" ]; then

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from psycopg.conninfo import conninfo_to_dict
 
-from corpus_jobs import stack
+from assistant_cli import stack
 from corpus_jobs.build import build_index
 from corpus_jobs.manifest import load_manifest, root_available
 from shared.config import Settings
@@ -74,8 +74,8 @@ def start_demo_app(settings: Settings, sup: stack.Supervisor, plan: Plan) -> str
     """In dev, with no app API configured, the demo BeCoMe app on the embedded PostgreSQL."""
     if settings.production or settings.app_api_url:
         return None
-    from corpus_jobs.demo_app import bootstrap_demo_db
-    from corpus_jobs.demo_app import start_demo_app as start
+    from assistant_cli.demo import bootstrap_demo_db
+    from assistant_cli.demo import start_demo_app as start
 
     owner = conninfo_to_dict(settings.corpus_dsn)
     if str(owner.get("host", "")) not in LOOPBACK:

@@ -328,7 +328,7 @@ def start_embedding_server(sup: Supervisor, port: int, name: str = "embeddings")
     if http_ok(base + "/models"):
         return
     env = dict(os.environ, OMP_NUM_THREADS="2")
-    proc = sup.start(name, [sys.executable, "-m", "corpus_jobs.embed_server", "--host", "127.0.0.1",
+    proc = sup.start(name, [sys.executable, "-m", "assistant_cli.embed_server", "--host", "127.0.0.1",
                             "--port", str(port), "--default-type", "query"], env=env)
     wait_until(lambda: http_ok(base + "/models"), 60, name, proc)
 

