@@ -26,10 +26,10 @@ from typing import Any
 import websockets
 from simple_websocket import Client
 
-from bench.faults import children
 from assistant_cli import stack
 from assistant_cli.client import ws_url
 from assistant_cli.run import Plan, start_processes
+from bench.faults import children
 from shared import keys
 from shared.auth import user_hash
 from shared.config import settings_from_env

@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager

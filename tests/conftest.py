@@ -73,9 +73,9 @@ for _k in [k for k in os.environ if k.startswith("ASSISTANT_")]:
 os.environ.update(TEST_ENV)
 
 from assistant_cli import stack  # noqa: E402
+from assistant_cli.run import Plan, start_processes, start_services  # noqa: E402
 from corpus_jobs.build import build_index  # noqa: E402
 from corpus_jobs.manifest import load_manifest  # noqa: E402
-from assistant_cli.run import Plan, start_processes, start_services  # noqa: E402
 from shared.config import INSECURE_DEV_SECRET, Settings, settings_from_env  # noqa: E402
 
 

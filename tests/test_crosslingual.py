@@ -13,8 +13,8 @@ import psycopg
 import pytest
 
 from assistant_cli import stack
-from corpus_jobs.build import build_index, collect
 from assistant_cli.client import ask, http_json
+from corpus_jobs.build import build_index, collect
 from corpus_jobs.manifest import load_manifest
 from shared import corpus_store
 from shared.config import ModelRole, Settings

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from assistant_cli import stack
 from bench import faults
 from bench.faults import LIMIT_S, FaultStack, Result
-from assistant_cli import stack
 
 ROUNDS = 2
 DOWN = "The document index is unavailable right now. Please try again shortly."

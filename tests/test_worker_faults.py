@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.worker_kill import KILL_ENV, run
 from assistant_cli import stack
+from bench.worker_kill import KILL_ENV, run
 from tests.conftest import Stack, port, start_stack, start_worker
 
 
