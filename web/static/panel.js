@@ -1,8 +1,12 @@
 // The BeCoMe assistant panel (protocol v1): ticket -> WebSocket -> ask -> streamed frames.
-// Embeddable in any page: load panel-i18n.js, panel-render.js and this file (and panel.css),
-// then either put data-become-assistant on an element or call BecomeAssistant.mount(element,
-// options). Everything the server sends is written with text nodes and a fixed set of
-// elements; nothing is ever parsed as HTML.
+// This file is the view: the DOM, its texts in English and Czech, storage and the panel's own
+// requests. A turn's frames go through its state machine (panel-turn.js) and its connection
+// (panel-transport.js); both know nothing of the DOM.
+// Embeddable in any page: load panel-i18n.js, panel-render.js and this file (and panel.css);
+// panel-transport.js and panel-turn.js are loaded from beside this file unless the page has
+// loaded them already. Then either put data-become-assistant on an element or call
+// BecomeAssistant.mount(element, options). Everything the server sends is written with text
+// nodes and a fixed set of elements; nothing is ever parsed as HTML.
 "use strict";
 
 (function () {
@@ -12,17 +16,41 @@
   const LANG_NAMES = {en: "English", cs: "Čeština"};
   const HISTORY_MESSAGES = 20;
   const HISTORY_CHARS = 6000;
-  const BACKOFF_MS = [500, 1000, 2000, 4000, 4000];  // five tries, then give up
-  const CANCELLED = 499;
+  const CANCELLED = 499;  // a stopped answer's error code
   const CZECH_LETTERS = /[ěščřžýáíéůúťďňĚŠČŘŽÝÁÍÉŮÚŤĎŇ]/;
   const LANG_KEY = "become-assistant.lang";  // the person's explicit choice (localStorage)
   const SAVE_KEY = "become-assistant.conversation";  // this tab's conversation (sessionStorage)
   const FOLLOW_SLACK_PX = 48;
-  // What the status line says after each finished step: the step that runs next.
-  const NEXT_STATUS = {language: "status.searching", rewrite: "status.searching",
-    translate: "status.searching", retrieve: "status.model", project: "status.model",
-    prompt: "status.model", tool: "status.model", plan: "status.model"};
+  // The scripts this one needs, by the global each defines; loaded from where this one came.
+  const COMPANIONS = {BecomeAssistantTransport: "panel-transport.js",
+    BecomeAssistantTurnState: "panel-turn.js"};
+  const SCRIPT_DIR = document.currentScript && document.currentScript.src
+    ? document.currentScript.src.replace(/[^/]*$/, "") : "";
   let panelCount = 0;
+
+  function companion(name) { return window[name]; }
+
+  // fn() once panel-transport.js and panel-turn.js are there: at once on pages that load
+  // them, else after they are loaded here (in order, once per page).
+  let companionsLoading = null;
+  function whenCompanions(fn, failed) {
+    const missing = Object.keys(COMPANIONS).filter((name) => !window[name]);
+    if (!missing.length) {
+      fn();
+      return;
+    }
+    if (!companionsLoading) {
+      companionsLoading = Promise.all(missing.map((name) => new Promise((resolve, reject) => {
+        const script = document.createElement("script");
+        script.src = SCRIPT_DIR + COMPANIONS[name];
+        script.async = false;
+        script.onload = resolve;
+        script.onerror = reject;
+        document.head.appendChild(script);
+      })));
+    }
+    companionsLoading.then(fn, failed || (() => {}));
+  }
 
   function storageGet(kind, key) {
     try { return window[kind].getItem(key); } catch (err) { return null; }
@@ -128,34 +156,31 @@
     try { return window.localStorage.getItem("become_token"); } catch (err) { return null; }
   }
 
-  // ---- one turn ----------------------------------------------------------------------
+  // ---- one turn: the view of a TurnState (panel-turn.js) fed by a Transport (panel-transport.js)
 
   class Turn {
-    constructor(panel, question, index, project) {
+    constructor(panel, question, index, state) {
       this.panel = panel;
       this.question = question;
       this.index = index;
-      this.project = project || null;  // {id, name} of the project asked about, or null
-      this.startedAt = 0;
-      this.firstWordMs = null;
-      this.turnId = null;
-      this.seq = -1;
-      this.text = "";
-      this.streamed = "";  // the tokens since the last restart, as they came
-      this.events = [];
-      this.passages = null;
-      this.done = null;
-      this.error = null;
-      this.finished = false;
-      this.ws = null;
-      this.tries = 0;
-      this.cancelRequested = false;
-      this.cancelSent = false;
+      this.state = state;
+      this.project = state.project;  // {id, name} of the project asked about, or null
+      this.link = null;  // the Transport while the turn runs
       this.rafPending = false;
-      this.seqLog = [];
-      this.resumes = 0;
       this.build();
     }
+
+    // The state's fields where the view and the tests (window.__assistantPanel) read them.
+    get finished() { return this.state.finished; }
+    get done() { return this.state.done; }
+    get error() { return this.state.error; }
+    get text() { return this.state.text; }
+    get streamed() { return this.state.streamed; }
+    get seq() { return this.state.seq; }
+    get seqLog() { return this.state.seqLog; }
+    get turnId() { return this.state.turnId; }
+    get startedAt() { return this.state.startedAt; }
+    get resumes() { return this.link ? this.link.resumes : 0; }
 
     t(key, params) { return this.panel.t(key, params); }
 
@@ -195,181 +220,59 @@
       this.relabel();
     }
 
-    // ---- connection ----
+    // ---- connection and frames ----
 
     start(askFrame) {
-      this.askFrame = askFrame;
-      this.startedAt = performance.now();
-      this.panel.setStatus("status.connecting");
-      this.connect(() => this.askFrame);
+      const panel = this.panel;
+      this.link = new (companion("BecomeAssistantTransport").Transport)({
+        ticket: () => panel.ticket(),
+        wsUrl: (ticket) => panel.wsUrl(ticket),
+        WebSocket: window.WebSocket,
+        fetch: window.fetch ? window.fetch.bind(window) : null,
+        baseUrl: panel.baseUrl,
+        token: (fresh) => panel.token(fresh),
+        setTimeout: (fn, ms) => window.setTimeout(fn, ms),
+        net: panel.net,
+      }, {
+        frame: (f) => this.apply(this.state.accept(f)),
+        reconnecting: () => this.apply(this.state.reconnecting()),
+        failed: (f) => this.apply(this.state.fail(
+          f.local ? Object.assign({message: this.t(f.local)}, f) : f)),
+      });
+      this.apply(this.state.start());
+      this.link.start(askFrame);
     }
 
-    async connect(firstFrame) {
-      let ticket;
-      try {
-        ticket = await this.panel.ticket();
-      } catch (err) {
-        if (this.finished) return;
-        if (err instanceof PanelError && !err.retryable) {
-          this.finishError({code: err.code, message: err.message, retry_after: err.retryAfter});
-        } else {
-          this.dropped();
+    // Show what the turn's state says has changed.
+    apply(changes) {
+      for (const c of changes) {
+        if (c.type === "status") {
+          this.panel.setStatus(c.key, c.key === "status.writing"
+            ? {s: this.panel.seconds(this.state.firstWordMs)} : undefined);
+        } else if (c.type === "steps") {
+          this.renderSteps();
+        } else if (c.type === "text") {
+          if (this.state.phase === "streaming") this.answerEl.dataset.state = "streaming";
+          this.scheduleRender();
+        } else if (c.type === "end") {
+          if (this.link) this.link.close();
+          this.answerEl.dataset.state = c.outcome;
+          if (c.outcome === "done") this.answerEl.dataset.done = "1";
+          this.renderAll();
+          this.panel.turnEnded(this, c.outcome);
         }
-        return;
       }
-      if (this.finished) return;
-      const ws = new WebSocket(this.panel.wsUrl(ticket));
-      this.ws = ws;
-      ws.onopen = () => {
-        if (ws !== this.ws) return;
-        ws.send(JSON.stringify(firstFrame()));
-        if (this.cancelRequested && this.turnId) this.sendCancel();
-      };
-      ws.onmessage = (ev) => {
-        if (ws !== this.ws) return;
-        let frame;
-        try { frame = JSON.parse(ev.data); } catch (err) { return; }
-        if (frame && typeof frame === "object") this.onFrame(frame);
-      };
-      ws.onclose = () => {
-        if (ws !== this.ws) return;
-        this.ws = null;
-        if (!this.finished) this.dropped();
-      };
-      ws.onerror = () => {};  // onclose follows and decides
-    }
-
-    // The socket closed before the terminal frame: a new ticket, resume after the last seq.
-    dropped() {
-      if (this.finished) return;
-      if (!this.turnId) {
-        this.finishError({code: 0, message: this.t("error.connection"), local: "error.connection"});
-        return;
-      }
-      if (this.tries >= BACKOFF_MS.length) {
-        this.finishError({code: 0, message: this.t("error.lost"), local: "error.lost"});
-        return;
-      }
-      const delay = BACKOFF_MS[this.tries++];
-      this.panel.setStatus("status.reconnecting");
-      window.setTimeout(() => {
-        if (this.finished) return;
-        this.resumes++;
-        this.connect(() => ({type: "resume", turn: this.turnId, after: this.seq}));
-      }, delay);
     }
 
     dropSocket() {  // test hook: what a dropped network connection does
-      if (this.ws) this.ws.close();
+      if (this.link) this.link.drop();
     }
 
     cancel() {
-      if (this.finished || this.cancelRequested) return;
-      this.cancelRequested = true;
-      this.panel.setStatus("status.stopping");
-      if (this.turnId && this.ws && this.ws.readyState === WebSocket.OPEN) this.sendCancel();
-    }
-
-    sendCancel() {
-      if (this.cancelSent) return;
-      this.cancelSent = true;
-      this.ws.send(JSON.stringify({type: "cancel", turn: this.turnId}));
-    }
-
-    closeSocket() {
-      const ws = this.ws;
-      this.ws = null;
-      if (ws) ws.close();
-    }
-
-    // ---- frames ----
-
-    onFrame(f) {
-      if (this.finished || f.type === "ping" || f.type === "pong") return;
-      if (typeof f.seq === "number") {
-        if (f.seq <= this.seq) return;  // already seen (a resume may repeat frames)
-        this.seq = f.seq;
-        this.seqLog.push(f.seq);
-        this.tries = 0;
-      }
-      switch (f.type) {
-        case "accepted":
-          this.turnId = f.turn;
-          this.panel.setStatus(this.cancelRequested ? "status.stopping" : "status.searching");
-          if (this.cancelRequested && this.ws) this.sendCancel();
-          break;
-        case "event":
-          this.events.push(f);
-          if (f.step === "retrieve" && typeof f.passages === "number") this.passages = f.passages;
-          this.followStep(f.step);
-          this.renderSteps();
-          break;
-        case "token":
-          this.text += typeof f.text === "string" ? f.text : "";
-          this.streamed += typeof f.text === "string" ? f.text : "";
-          this.firstWord();
-          this.answerEl.dataset.state = "streaming";
-          this.scheduleRender();
-          break;
-        case "restart":  // the worker died and the turn runs again: its text starts over
-          this.text = "";
-          this.streamed = "";
-          this.events.push({step: "restart", attempt: f.attempt, restart: true});
-          this.panel.setStatus("status.restart");
-          this.renderSteps();
-          this.scheduleRender();
-          break;
-        case "done":
-          this.finishDone(f);
-          break;
-        case "error":
-          if (f.seq === null || f.seq === undefined) {
-            // A refusal of a client frame. A refused cancel means the turn already ended;
-            // its terminal frame still comes.
-            if (this.cancelSent && this.turnId && f.code !== CANCELLED && f.code !== 429) return;
-          }
-          this.finishError(f);
-          break;
-        default:
-          break;
-      }
-    }
-
-    // The status names the step now running (the event frame reports the one just finished).
-    followStep(step) {
-      if (this.cancelRequested || this.firstWordMs !== null) return;
-      if (step === "first_token") { this.firstWord(); return; }
-      let next = NEXT_STATUS[step];
-      if (step === "retrieve" && this.project) next = "status.project";
-      if (next) this.panel.setStatus(next);
-    }
-
-    firstWord() {
-      if (this.firstWordMs === null) this.firstWordMs = performance.now() - this.startedAt;
-      if (!this.cancelRequested && this.panel.statusKey !== "status.writing") {
-        this.panel.setStatus("status.writing", {s: this.panel.seconds(this.firstWordMs)});
-      }
-    }
-
-    finishDone(f) {
-      this.finished = true;
-      this.done = f;
-      this.text = typeof f.answer === "string" ? f.answer : this.text;
-      this.closeSocket();
-      this.answerEl.dataset.state = "done";
-      this.answerEl.dataset.done = "1";
-      this.renderAll();
-      this.panel.turnEnded(this, "done");
-    }
-
-    finishError(f) {
-      this.finished = true;
-      this.error = f;
-      this.closeSocket();
-      const stopped = f.code === CANCELLED;
-      this.answerEl.dataset.state = stopped ? "stopped" : "error";
-      this.renderAll();
-      this.panel.turnEnded(this, stopped ? "stopped" : "error");
+      const changes = this.state.cancel();
+      if (!changes.length) return;
+      this.apply(changes);
+      if (this.link) this.link.cancel();
     }
 
     errorText() {
@@ -400,25 +303,8 @@
 
     sourceAnchor(n) { return this.panel.idPrefix + "src-" + this.index + "-" + n; }
 
-    citationState(n) {
-      if (this.done) {
-        return (this.done.sources || []).some((s) => s.n === n) ? "valid" : "invalid";
-      }
-      if (this.error) return "plain";
-      if (this.passages !== null && (n < 1 || n > this.passages)) return "invalid";
-      return n < 1 ? "invalid" : "valid";
-    }
-
-    // An unlabelled [a, b, c]: three citations when the server's check read them so (or, before
-    // the answer is done, when all are passage numbers), else a fuzzy triple left as text.
-    tripleIsCitation(nums) {
-      const checked = this.done && this.done.checks && this.done.checks.citations;
-      if (checked && Array.isArray(checked.cited)) return nums.every((n) => checked.cited.includes(n));
-      return this.passages !== null && nums.every((n) => n >= 1 && n <= this.passages);
-    }
-
     citation(n) {
-      const state = this.citationState(n);
+      const state = this.state.citationState(n);
       const label = "[" + n + "]";
       if (state === "plain") return document.createTextNode(label);
       if (state === "invalid") {
@@ -436,7 +322,7 @@
 
     renderAnswer() {
       const frag = Render.render(this.text, {citation: (n) => this.citation(n),
-        tripleIsCitation: (nums) => this.tripleIsCitation(nums)});
+        tripleIsCitation: (nums) => this.state.tripleIsCitation(nums)});
       this.answerEl.replaceChildren(frag);
       this.panel.renders++;
       if (!this.finished) this.panel.followAnswer();
@@ -749,7 +635,7 @@
     }
 
     renderSteps() {
-      const events = this.events;
+      const events = this.state.events;
       if (!events.length) {
         this.stepsEl.hidden = true;
         return;
@@ -844,9 +730,14 @@
       this.projectId = this.opts.projectId !== undefined ? this.opts.projectId : null;
       this.follow = true;  // keep the newest words in view until the person scrolls up
       this.clock = null;
+      this.net = {wsWorked: false, sse: false};  // what the turns' transports found out
+      this.ready = false;  // panel-transport.js and panel-turn.js are there
       this.build();
       this.applyLang();
-      this.restore();
+      whenCompanions(() => {
+        this.ready = true;
+        this.restore();
+      }, () => this.setStatus("error.connection"));
       if (this.opts.projectPicker) this.loadProjects();
       window.addEventListener("scroll", () => this.onScroll(), {passive: true});
     }
@@ -1178,6 +1069,10 @@
     }
 
     submit() {
+      if (!this.ready) {  // a page that loads the companions here: asked before they came
+        whenCompanions(() => this.submit());
+        return;
+      }
       const text = this.question.value.trim();
       if (this.current && !this.current.finished) {
         this.busyNote.hidden = false;  // says why Enter did nothing; the text stays
@@ -1202,7 +1097,9 @@
       const history = this.historyForAsk();
       // Regenerate asks about the turn's own project, whatever the picker shows now.
       const pid = projectId !== undefined ? projectId : this.projectId;
-      const turn = new Turn(this, text, this.turns.length + 1, this.projectOf(pid));
+      const state = new (companion("BecomeAssistantTurnState").TurnState)(
+        {project: this.projectOf(pid), now: () => performance.now()});
+      const turn = new Turn(this, text, this.turns.length + 1, state);
       const previous = this.turns[this.turns.length - 1];
       this.turns.push(turn);
       this.current = turn;
@@ -1288,13 +1185,10 @@
       if (!saved || saved.v !== 1 || !Array.isArray(saved.turns)) return;
       for (const s of saved.turns) {
         if (!s || typeof s.question !== "string") continue;
-        const turn = new Turn(this, s.question, this.turns.length + 1, s.project || null);
-        turn.finished = true;
-        turn.done = s.done && typeof s.done === "object" ? s.done : null;
-        turn.error = turn.done ? null : s.error || {code: 0, local: "error.lost"};
-        turn.text = turn.done ? String(turn.done.answer || "") : "";
+        const state = companion("BecomeAssistantTurnState").TurnState.restored(s);
+        const turn = new Turn(this, s.question, this.turns.length + 1, state);
         turn.chart = s.chart && typeof s.chart === "object" ? s.chart : null;
-        turn.answerEl.dataset.state = turn.done ? "done" : "error";
+        turn.answerEl.dataset.state = state.phase;
         this.turns.push(turn);
         this.conversation.appendChild(turn.root);
         if (turn.done) this.lastDone = turn.done;

@@ -1,0 +1,230 @@
+// The turn's state machine (web/static/panel-turn.js) fed recorded frame sequences: no DOM,
+// no socket. Run: node --test tests/js (or npm test --prefix tests/js).
+"use strict";
+
+const test = require("node:test");
+const assert = require("node:assert/strict");
+const {TurnState} = require("../../web/static/panel-turn.js");
+
+const TURN = "a".repeat(32);
+
+// Frames as the server sends them: seq from 0, the turn id on each.
+function frames(list) {
+  return list.map((f, seq) => ({turn: TURN, seq: seq, ...f}));
+}
+
+// Feed frames; returns every change reported, in order.
+function feed(state, list) {
+  const changes = [];
+  for (const f of list) changes.push(...state.accept(f));
+  return changes;
+}
+
+function statuses(changes) {
+  return changes.filter((c) => c.type === "status").map((c) => c.key);
+}
+
+function clock(times) {  // a clock that reads the given times, then stays at the last
+  let i = 0;
+  return () => times[Math.min(i++, times.length - 1)];
+}
+
+const SOURCES = [
+  {n: 1, title: "Method", section: "Method > Scale", excerpt: "Text.", source: "m.pdf"},
+  {n: 2, title: "Search", section: "Search", excerpt: "More.", source: "s.pdf"},
+];
+const DONE = {type: "done", answer: "BM25 and vectors [1], fused [2].", sources: SOURCES,
+  checks: {citations: {valid: true, cited: [1, 2], invalid: []},
+    numbers: {valid: false, unconfirmed: ["42 %"], checked: 1}},
+  usage: {}, timing: {total_ms: 812}, index: "v1", language: "en"};
+
+const STREAMED = frames([
+  {type: "accepted"},
+  {type: "event", step: "language", start_ms: 0, ms: 1, language: "en"},
+  {type: "event", step: "retrieve", start_ms: 1, ms: 20, passages: 2},
+  {type: "event", step: "prompt", start_ms: 21, ms: 1},
+  {type: "token", text: "BM25 and vectors [1]"},
+  {type: "token", text: ", fused "},
+  {type: "token", text: "[2]."},
+  DONE,
+]);
+
+test("tokens stream into the text and the done frame ends the turn with its sources", () => {
+  const s = new TurnState({now: clock([1000, 1450])});
+  const started = s.start();
+  assert.deepEqual(statuses(started), ["status.connecting"]);
+  const changes = feed(s, STREAMED.slice(0, 7));
+  assert.equal(s.turnId, TURN);
+  assert.equal(s.phase, "streaming");
+  assert.equal(s.text, "BM25 and vectors [1], fused [2].");
+  assert.equal(s.streamed, s.text);
+  assert.equal(s.passages, 2);
+  assert.equal(s.events.length, 3);
+  assert.equal(s.firstWordMs, 450);
+  // The status names the step running next; the first word once, not again per token.
+  assert.deepEqual(statuses(changes),
+    ["status.searching", "status.searching", "status.model", "status.model",
+      "status.writing"]);
+  assert.equal(changes.filter((c) => c.type === "text").length, 3);
+  assert.equal(changes.filter((c) => c.type === "steps").length, 3);
+  // Before done: a number within the passages is a citation, one outside is not.
+  assert.equal(s.citationState(2), "valid");
+  assert.equal(s.citationState(3), "invalid");
+  assert.equal(s.citationState(0), "invalid");
+  assert.equal(s.tripleIsCitation([1, 2, 2]), true);
+  assert.equal(s.tripleIsCitation([1, 2, 7]), false);
+
+  const end = s.accept(STREAMED[7]);
+  assert.deepEqual(end, [{type: "end", outcome: "done"}]);
+  assert.equal(s.finished, true);
+  assert.equal(s.phase, "done");
+  assert.equal(s.done.sources.length, 2);
+  assert.equal(s.done.checks.numbers.unconfirmed[0], "42 %");
+  // After done: exactly the numbers of the source list are citations, the triple as checked.
+  assert.equal(s.citationState(1), "valid");
+  assert.equal(s.citationState(3), "invalid");
+  assert.equal(s.tripleIsCitation([1, 2, 1]), true);
+  assert.equal(s.tripleIsCitation([1, 2, 3]), false);
+  assert.deepEqual(s.seqLog, [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.equal(s.gaps, 0);
+  // Nothing changes a finished turn.
+  assert.deepEqual(s.accept({turn: TURN, seq: 8, type: "token", text: "late"}), []);
+  assert.equal(s.text, DONE.answer);
+});
+
+test("the done frame's answer is the text, whatever the tokens said", () => {
+  const s = new TurnState();
+  s.start();
+  feed(s, frames([{type: "accepted"}, {type: "token", text: "With [1] mark"},
+    {...DONE, answer: "With  mark"}]));
+  assert.equal(s.text, "With  mark");
+  assert.equal(s.streamed, "With [1] mark");
+});
+
+test("a resume that repeats frames adds no text twice", () => {
+  const s = new TurnState();
+  s.start();
+  feed(s, STREAMED.slice(0, 6));
+  const before = s.text;
+  // The server replays from the seq asked for; a duplicate delivery repeats a few of them.
+  const replay = [STREAMED[4], STREAMED[5], STREAMED[5], STREAMED[6], STREAMED[6], STREAMED[7]];
+  const changes = feed(s, replay);
+  assert.equal(before, "BM25 and vectors [1], fused ");
+  assert.equal(s.text, DONE.answer);
+  assert.equal(s.streamed, "BM25 and vectors [1], fused [2].");
+  assert.deepEqual(s.seqLog, [0, 1, 2, 3, 4, 5, 6, 7], "each seq once");
+  assert.equal(changes.filter((c) => c.type === "text").length, 1);
+  assert.equal(s.finished, true);
+});
+
+test("pings and unknown frames change nothing", () => {
+  const s = new TurnState();
+  s.start();
+  const changes = feed(s, [{type: "ping"}, {type: "pong"}, {type: "ping", seq: 3},
+    {turn: TURN, seq: 0, type: "accepted"}, {turn: TURN, seq: 1, type: "something-new"},
+    null, "text", {turn: TURN, seq: 2, type: "token", text: 42}]);
+  assert.deepEqual(statuses(changes), ["status.searching", "status.writing"]);
+  assert.equal(s.seq, 2);
+  assert.equal(s.text, "", "a token without text adds nothing");
+});
+
+test("a gap is counted and the frame after it is still taken", () => {
+  const s = new TurnState();
+  s.start();
+  feed(s, [{turn: TURN, seq: 0, type: "accepted"}, {turn: TURN, seq: 1, type: "token", text: "a"},
+    {turn: TURN, seq: 3, type: "token", text: "c"},
+    {turn: TURN, seq: 2, type: "token", text: "b"}]);  // late: already past it
+  assert.equal(s.gaps, 1);
+  assert.equal(s.text, "ac");
+  assert.deepEqual(s.seqLog, [0, 1, 3]);
+});
+
+test("a restart empties the text and is listed among the steps", () => {
+  const s = new TurnState();
+  s.start();
+  const changes = feed(s, frames([
+    {type: "accepted"}, {type: "token", text: "Old partial "}, {type: "restart", attempt: 2},
+    {type: "token", text: "New answer"}]));
+  assert.equal(s.text, "New answer");
+  assert.equal(s.streamed, "New answer");
+  assert.deepEqual(s.events, [{step: "restart", attempt: 2, restart: true}]);
+  assert.deepEqual(statuses(changes),
+    ["status.searching", "status.writing", "status.restart", "status.writing"]);
+});
+
+test("error frames end the turn: a stop as stopped, anything else as an error", () => {
+  const failed = new TurnState();
+  failed.start();
+  const changes = feed(failed, frames([{type: "accepted"}, {type: "token", text: "Part"},
+    {type: "error", code: 504, message: "The model did not answer in time."}]));
+  assert.deepEqual(changes[changes.length - 1], {type: "end", outcome: "error"});
+  assert.equal(failed.phase, "error");
+  assert.equal(failed.error.code, 504);
+  assert.equal(failed.citationState(1), "plain", "no links in a failed answer");
+
+  const stopped = new TurnState();
+  stopped.start();
+  feed(stopped, frames([{type: "accepted"}, {type: "token", text: "Part"}]));
+  assert.deepEqual(stopped.cancel(), [{type: "status", key: "status.stopping"}]);
+  assert.deepEqual(stopped.cancel(), [], "a second stop does nothing");
+  assert.deepEqual(feed(stopped, [{turn: TURN, seq: 2, type: "token", text: " more"}]),
+    [{type: "text"}], "no writing status after a stop");
+  assert.deepEqual(stopped.accept({turn: TURN, seq: 3, type: "error", code: 499,
+    message: "Stopped."}), [{type: "end", outcome: "stopped"}]);
+  assert.equal(stopped.phase, "stopped");
+
+  // A refusal without a seq (a rate limit on the ask) ends the turn too.
+  const refused = new TurnState();
+  refused.start();
+  assert.deepEqual(refused.accept({type: "error", seq: null, code: 429,
+    message: "Please wait a moment.", retry_after: 30}), [{type: "end", outcome: "error"}]);
+  assert.equal(refused.error.retry_after, 30);
+});
+
+test("the transport giving up ends the turn once", () => {
+  const s = new TurnState();
+  s.start();
+  feed(s, frames([{type: "accepted"}]));
+  assert.deepEqual(statuses(s.reconnecting()), ["status.reconnecting"]);
+  assert.deepEqual(s.fail({code: 0, local: "error.lost"}), [{type: "end", outcome: "error"}]);
+  assert.deepEqual(s.fail({code: 0, local: "error.connection"}), []);
+  assert.equal(s.error.local, "error.lost");
+  assert.deepEqual(s.reconnecting(), []);
+});
+
+test("a project turn says it reads the project; a stop before acceptance says stopping", () => {
+  const s = new TurnState({project: {id: "p1", name: "Office move"}});
+  s.start();
+  s.cancel();
+  const changes = feed(s, frames([{type: "accepted"},
+    {type: "event", step: "retrieve", passages: 4, start_ms: 0, ms: 3}]));
+  assert.deepEqual(statuses(changes), ["status.stopping"], "a stopped turn names no steps");
+
+  const p = new TurnState({project: {id: "p1", name: "Office move"}});
+  p.start();
+  const steps = feed(p, frames([{type: "accepted"}, {type: "event", step: "retrieve",
+    passages: 4, start_ms: 0, ms: 3}, {type: "event", step: "project", start_ms: 3, ms: 9}]));
+  assert.deepEqual(statuses(steps), ["status.searching", "status.project", "status.model"]);
+});
+
+test("the first_token event reports the first word before any token", () => {
+  const s = new TurnState({now: clock([0, 2400, 9999])});
+  s.start();
+  const changes = feed(s, frames([{type: "accepted"},
+    {type: "event", step: "first_token", start_ms: 2390}, {type: "token", text: "Hi"}]));
+  assert.equal(s.firstWordMs, 2400);
+  assert.deepEqual(statuses(changes), ["status.searching", "status.writing"]);
+});
+
+test("a saved turn comes back finished, its answer or its error", () => {
+  const done = TurnState.restored({question: "q", project: {id: "p", name: "P"}, done: DONE});
+  assert.equal(done.finished, true);
+  assert.equal(done.phase, "done");
+  assert.equal(done.text, DONE.answer);
+  assert.equal(done.project.name, "P");
+  assert.equal(done.citationState(2), "valid");
+  const lost = TurnState.restored({question: "q", done: null, error: null});
+  assert.equal(lost.phase, "error");
+  assert.deepEqual(lost.error, {code: 0, local: "error.lost"});
+  assert.deepEqual(lost.accept(STREAMED[0]), []);
+});

@@ -1,0 +1,315 @@
+// One turn's connection (protocol v1): a WebSocket with a ticket, or Server-Sent Events over
+// fetch where WebSockets do not get through; when the connection drops before the terminal
+// frame, a new connection that resumes after the last seq seen, with back-off. It knows the
+// frames' envelope (type, turn, seq) and the client's own frames (ask, resume, cancel), nothing
+// of what the frames mean for the answer. Loaded as a plain script
+// (window.BecomeAssistantTransport) and, for the node tests in tests/js, as a CommonJS module.
+"use strict";
+
+(function (factory) {
+  const api = factory();
+  if (typeof module === "object" && module.exports) module.exports = api;
+  else window.BecomeAssistantTransport = api;
+})(function () {
+  const BACKOFF_MS = [500, 1000, 2000, 4000, 4000];  // five tries, then give up
+  const CANCELLED = 499;
+  const TOO_MANY = 429;
+  const OPEN = 1;  // WebSocket.OPEN
+
+  // The text/event-stream format, fed in pieces as they arrive: calls onEvent({id, event, data})
+  // for each complete event; comments (": ...") and keep-alive lines carry nothing.
+  class SseParser {
+    constructor(onEvent) {
+      this.onEvent = onEvent;
+      this.buffer = "";
+      this.reset();
+    }
+
+    reset() {
+      this.data = [];
+      this.event = "";
+      this.id = null;
+    }
+
+    push(chunk) {
+      this.buffer += chunk;
+      let nl;
+      while ((nl = this.buffer.search(/\r\n|\r|\n/)) >= 0) {
+        const line = this.buffer.slice(0, nl);
+        const width = this.buffer.startsWith("\r\n", nl) ? 2 : 1;
+        // A lone \r at the end may be the first half of \r\n: wait for the next piece.
+        if (width === 1 && this.buffer[nl] === "\r" && nl + 1 === this.buffer.length) break;
+        this.buffer = this.buffer.slice(nl + width);
+        this.line(line);
+      }
+    }
+
+    line(line) {
+      if (line === "") {
+        if (this.data.length) {
+          this.onEvent({id: this.id, event: this.event || "message", data: this.data.join("\n")});
+        }
+        this.reset();
+        return;
+      }
+      if (line.startsWith(":")) return;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "data") this.data.push(value);
+      else if (field === "event") this.event = value;
+      else if (field === "id") this.id = value;
+    }
+  }
+
+  // env (what the page provides; tests pass doubles of the browser's APIs):
+  //   ticket()              a WebSocket ticket (a promise); a rejection with retryable === false
+  //                         ends the turn with its code and message, any other one is a drop
+  //   wsUrl(ticket)         the socket's address
+  //   WebSocket             the WebSocket constructor (absent: SSE from the start)
+  //   fetch, baseUrl,       for SSE: POST {baseUrl}/api/v1/assistant/chat/stream and
+  //   token(fresh)          GET .../turns/{turn}/events?after={seq}, with the bearer token
+  //   setTimeout            the back-off's timer
+  //   net                   shared by a panel's turns: {wsWorked, sse}; once one WebSocket
+  //                         has opened the page keeps to WebSockets
+  // on (what the turn gets):
+  //   frame(f)              every frame but pings, after a refused cancel is dropped
+  //   reconnecting()        the connection dropped; a new one follows after a pause
+  //   failed(f)             an error frame made here: {code, message, retry_after} or
+  //                         {code: 0, local: "error.connection" | "error.lost"}; the turn ends
+  class Transport {
+    constructor(env, on) {
+      this.env = env;
+      this.on = on;
+      this.net = env.net || {wsWorked: false, sse: false};
+      if (typeof env.WebSocket !== "function") this.net.sse = true;
+      this.backoff = env.backoff || BACKOFF_MS;
+      this.askFrame = null;
+      this.turnId = null;
+      this.lastSeq = -1;
+      this.tries = 0;
+      this.resumes = 0;
+      this.ws = null;
+      this.stream = null;  // the SSE request's AbortController
+      this.closed = false;
+      this.cancelRequested = false;
+      this.cancelSent = false;
+    }
+
+    get mode() { return this.net.sse ? "sse" : "ws"; }
+
+    start(askFrame) {
+      this.askFrame = askFrame;
+      this.connect();
+    }
+
+    // The first frame of a connection: the question, or after a drop the resume.
+    firstFrame() {
+      return this.turnId ? {type: "resume", turn: this.turnId, after: this.lastSeq}
+        : this.askFrame;
+    }
+
+    connect() {
+      if (this.net.sse) this.connectSse();
+      else this.connectWs();
+    }
+
+    async connectWs() {
+      let ticket;
+      try {
+        ticket = await this.env.ticket();
+      } catch (err) {
+        if (this.closed) return;
+        if (err && err.retryable === false) {
+          this.on.failed({code: err.code, message: err.message, retry_after: err.retryAfter});
+        } else {
+          this.dropped();
+        }
+        return;
+      }
+      if (this.closed) return;
+      const ws = new this.env.WebSocket(this.env.wsUrl(ticket));
+      let opened = false;
+      this.ws = ws;
+      ws.onopen = () => {
+        if (ws !== this.ws) return;
+        opened = true;
+        this.net.wsWorked = true;
+        ws.send(JSON.stringify(this.firstFrame()));
+        if (this.cancelRequested && this.turnId) this.sendCancel();
+      };
+      ws.onmessage = (ev) => {
+        if (ws !== this.ws) return;
+        let frame;
+        try { frame = JSON.parse(ev.data); } catch (err) { return; }
+        if (frame && typeof frame === "object") this.receive(frame);
+      };
+      ws.onclose = () => {
+        if (ws !== this.ws) return;
+        this.ws = null;
+        if (this.closed) return;
+        if (!opened && !this.net.wsWorked && this.env.fetch) {
+          // No WebSocket has got through on this page (a proxy that refuses the upgrade):
+          // this and every later connection go over SSE.
+          this.net.sse = true;
+          this.connectSse();
+          return;
+        }
+        this.dropped();
+      };
+      ws.onerror = () => {};  // onclose follows and decides
+    }
+
+    async connectSse() {
+      const ctl = new AbortController();
+      this.stream = ctl;
+      const first = this.firstFrame();
+      let resp;
+      try {
+        resp = await this.sseRequest(first, ctl, false);
+        if (resp.status === 401 && !this.closed) resp = await this.sseRequest(first, ctl, true);
+      } catch (err) {
+        if (ctl !== this.stream || this.closed) return;
+        this.stream = null;
+        if (err && err.retryable === false) {
+          this.on.failed({code: err.code, message: err.message, retry_after: err.retryAfter});
+        } else {
+          this.dropped();
+        }
+        return;
+      }
+      if (ctl !== this.stream || this.closed) return;
+      if (!resp.ok) {
+        this.stream = null;
+        const refusal = await refusalOf(resp);
+        if (resp.status >= 500 && this.turnId) this.dropped();
+        else this.on.failed(refusal);
+        return;
+      }
+      const parser = new SseParser((ev) => {
+        if (ctl !== this.stream) return;
+        let frame;
+        try { frame = JSON.parse(ev.data); } catch (err) { return; }
+        if (frame && typeof frame === "object") this.receive(frame);
+      });
+      try {
+        const reader = resp.body.getReader();
+        const decoder = new TextDecoder();
+        for (;;) {
+          const {value, done} = await reader.read();
+          if (done || ctl !== this.stream) break;
+          parser.push(decoder.decode(value, {stream: true}));
+        }
+      } catch (err) { /* the stream broke off: as when it ends */ }
+      if (ctl !== this.stream || this.closed) return;
+      this.stream = null;
+      this.dropped();
+    }
+
+    async sseRequest(first, ctl, fresh) {
+      const token = await this.env.token(fresh);
+      const headers = {"Authorization": "Bearer " + token};
+      const base = this.env.baseUrl || "";
+      if (first.type === "resume") {
+        return this.env.fetch(base + "/api/v1/assistant/turns/" + encodeURIComponent(first.turn) +
+          "/events?after=" + encodeURIComponent(String(first.after)),
+        {headers: headers, signal: ctl.signal, cache: "no-store"});
+      }
+      const body = Object.assign({}, first);
+      delete body.type;
+      headers["Content-Type"] = "application/json";
+      return this.env.fetch(base + "/api/v1/assistant/chat/stream", {method: "POST",
+        headers: headers, body: JSON.stringify(body), signal: ctl.signal, cache: "no-store"});
+    }
+
+    receive(f) {
+      if (this.closed || f.type === "ping" || f.type === "pong") return;
+      if (typeof f.seq === "number") {
+        if (f.seq <= this.lastSeq) return;  // already seen (a resume may repeat frames)
+        this.lastSeq = f.seq;
+        this.tries = 0;
+      }
+      if (f.type === "accepted") {
+        this.turnId = f.turn;
+        if (this.cancelRequested) this.sendCancel();
+      }
+      // A refusal of a client frame (no seq). A refused cancel means the turn already ended;
+      // its terminal frame still comes.
+      if (f.type === "error" && (f.seq === null || f.seq === undefined) && this.cancelSent &&
+          this.turnId && f.code !== CANCELLED && f.code !== TOO_MANY) return;
+      this.on.frame(f);
+    }
+
+    // The connection closed before the terminal frame: a new one, resuming after the last seq.
+    dropped() {
+      if (this.closed) return;
+      if (!this.turnId) {
+        this.on.failed({code: 0, local: "error.connection"});
+        return;
+      }
+      if (this.tries >= this.backoff.length) {
+        this.on.failed({code: 0, local: "error.lost"});
+        return;
+      }
+      const delay = this.backoff[this.tries++];
+      this.on.reconnecting();
+      this.env.setTimeout(() => {
+        if (this.closed) return;
+        this.resumes++;
+        this.connect();
+      }, delay);
+    }
+
+    // Stop the answer: a cancel frame once the turn id is known and the socket is open. SSE
+    // has no way to send one: the stream is closed and the turn ends here as stopped (the
+    // server finishes the answer unseen).
+    cancel() {
+      if (this.closed || this.cancelRequested) return;
+      this.cancelRequested = true;
+      if (this.net.sse) {
+        this.on.failed({code: CANCELLED, message: ""});
+        return;
+      }
+      if (this.turnId && this.ws && this.ws.readyState === OPEN) this.sendCancel();
+    }
+
+    sendCancel() {
+      if (this.cancelSent || !this.ws) return;
+      this.cancelSent = true;
+      this.ws.send(JSON.stringify({type: "cancel", turn: this.turnId}));
+    }
+
+    // What a dropped network connection does (a test hook): the turn resumes.
+    drop() {
+      if (this.ws) this.ws.close();
+      if (this.stream) {
+        const ctl = this.stream;
+        this.stream = null;
+        ctl.abort();
+        this.dropped();
+      }
+    }
+
+    // The turn has ended: no more frames, no reconnecting.
+    close() {
+      this.closed = true;
+      const ws = this.ws;
+      this.ws = null;
+      if (ws) ws.close();
+      const ctl = this.stream;
+      this.stream = null;
+      if (ctl) ctl.abort();
+    }
+  }
+
+  // The JSON error of a refused SSE request, as an error frame.
+  async function refusalOf(resp) {
+    let body = null;
+    try { body = await resp.json(); } catch (err) { body = null; }
+    const e = body && body.error ? body.error : {};
+    return {code: e.code || resp.status, message: e.message || "", retry_after: e.retry_after};
+  }
+
+  return {Transport: Transport, SseParser: SseParser, BACKOFF_MS: BACKOFF_MS};
+});
