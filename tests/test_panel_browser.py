@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,19 @@ def test_panel_code_never_parses_strings_as_html() -> None:
         code = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
                          if not line.lstrip().startswith("//"))
         assert not unsafe.search(code), f"{path.name}: {unsafe.search(code)}"
+
+
+def test_panel_transport_and_turn_state_pass_their_node_tests() -> None:
+    """The transport and the turn state, each on its own under node (tests/js/*.test.js)."""
+    node = shutil.which("node")
+    assert node, "node is required (make tests/js/node_modules installs npm with it)"
+    files = sorted(str(path) for path in (REPO / "tests" / "js").glob("*.test.js"))
+    assert len(files) >= 2, files
+    run = subprocess.run([node, "--test", *files], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    passed = re.search(r"^# pass (\d+)$", run.stdout, re.MULTILINE)
+    assert passed and int(passed.group(1)) >= 20, run.stdout[-2000:]
 
 
 # ---- the real model ------------------------------------------------------------------------
