@@ -329,7 +329,13 @@ def test_stop_ends_the_answer_calmly(scripted_stack: Stack, scripted_llm: str,
     assert p.page.locator(".ba-note-error").count() == 0
     # Said once, in the turn's note, not again in the status line (issue 16, item 10).
     assert p.page.inner_text("#ba-status") == ""
-    assert p.page.get_by_text("The answer was stopped.").count() == 1
+    # Screen readers hear it from the live region (filled 50 ms after the end): wait for that,
+    # so the count below does not depend on how fast it runs, then count what is on screen.
+    p.page.wait_for_function("() => document.getElementById('ba-announce').textContent"
+                             " === 'The answer was stopped.'")
+    on_screen = p.page.get_by_text("The answer was stopped.").and_(
+        p.page.locator(":not(#ba-announce)"))
+    assert on_screen.count() == 1
     assert not p.page.get_by_role("button", name="Stop").is_visible()
     assert not p.errors
 
