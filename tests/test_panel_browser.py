@@ -313,6 +313,41 @@ def test_dropped_socket_resumes_and_ends_with_the_done_answer(
 
 
 @pytest.mark.browser
+def test_without_websockets_the_answer_streams_over_sse_and_resumes(
+        scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
+    """A browser where no WebSocket gets through: the same turn over SSE, resumed after a drop."""
+    chunks = [f"Word{i} " for i in range(40)] + ["with a source [1]."]
+    set_script(scripted_llm, chunks, delay_s=0.06)
+    p = panel_factory(scripted_stack, init_script="delete window.WebSocket;")
+    requests: list[tuple[str, str]] = []
+    p.page.on("request", lambda r: requests.append((r.method, r.url)))
+    p.ask("How does the search work?")
+    p.page.wait_for_function(
+        "() => window.__assistantPanel.current && "
+        "window.__assistantPanel.current.streamed.split(' ').length > 6", timeout=30_000)
+    p.js("() => window.__assistantPanel.dropSocket()")
+    p.wait_done()
+    current = p.js("() => ({resumes: window.__assistantPanel.current.resumes, "
+                   "seqs: window.__assistantPanel.current.seqLog, "
+                   "streamed: window.__assistantPanel.current.streamed})")
+    done = p.last_done()
+    assert current["resumes"] >= 1
+    assert current["seqs"] == list(range(len(current["seqs"]))), "no gap, no duplicate"
+    assert current["seqs"][-1] == done["seq"]
+    assert done["answer"] == "".join(chunks)
+    assert current["streamed"] == done["answer"]
+    assert p.answer_text() == done["answer"]
+    assert not p.sent, "no WebSocket frame"
+    assert ("POST", f"{scripted_stack.base_url}/api/v1/assistant/chat/stream") in requests
+    resumed = [url for method, url in requests
+               if method == "GET" and f"/api/v1/assistant/turns/{done['turn']}/events" in url]
+    assert resumed and int(resumed[0].rsplit("after=", 1)[1]) > 0, requests
+    assert p.page.locator(f"{LAST_TURN} .ba-source").count() == len(done["sources"]) > 0
+    assert p.page.inner_text("#ba-status") == "Done."
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_stop_ends_the_answer_calmly(scripted_stack: Stack, scripted_llm: str,
                                      panel_factory: Any) -> None:
     set_script(scripted_llm, [f"Part{i} " for i in range(60)], delay_s=0.1)
