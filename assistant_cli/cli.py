@@ -233,12 +233,16 @@ def _app_status(app_url: str) -> bool:
         started = time.monotonic()
         code, body = client.http_json("GET", f"{app_url.rstrip('/')}/api/v1/health", timeout=5)
         ms = round((time.monotonic() - started) * 1000, 1)
-    except client.ClientError:
+    except (client.ClientError, ValueError):  # unreachable, or not JSON: not the app
         print(f"{'app_api':22} DOWN {json.dumps({'url': app_url, 'error': 'unreachable'})}")
         return False
-    ok = code == 200 and bool((body or {}).get("ok", True))
-    print(f"{'app_api':22} {'ok ' if ok else 'DOWN'} "
-          f"{json.dumps({'url': app_url, 'status': code, 'ms': ms})}")
+    # The app answers exactly {"status": "ok", "version": ...}; anything else is not it, up.
+    body = body if isinstance(body, dict) else {}
+    ok = code == 200 and body.get("status") == "ok"
+    detail = {"url": app_url, "status": code, "ms": ms}
+    if isinstance(body.get("version"), str):
+        detail["version"] = body["version"][:40]
+    print(f"{'app_api':22} {'ok ' if ok else 'DOWN'} {json.dumps(detail)}")
     return ok
 
 

@@ -1,21 +1,28 @@
 """A demo BeCoMe app: the read-only part of its API that the assistant uses. Dev/test fixture only.
 
 Implements become-app-api.md (sections 1-4) for login, /users/me and the project, opinions,
-result and members reads, over its own PostgreSQL database. The schema is created and seeded on
-start (demo_app.seed); the stored results are read from a table, not computed per request.
+result, members and invitations reads, over its own PostgreSQL database. The schema is created
+and seeded on start (demo_app.seed); the stored results are read from a table, not computed per
+request. Where our client reads the API, the shapes are the real app's: timestamps in UTC
+without an offset ("2026-11-30T12:00:00"), `null` for an empty description and for a member
+without a photo, `calculated_at` = the first calculation's time, and /api/v1/health answering
+`{"status": "ok", "version": ...}`.
 
 Demo accounts, made-up and for local development and tests only: alice@example.com,
 bob@example.com, carol@example.com (and every other seeded expert), all with the password
 "demo-password". See demo_app.seed for who belongs to which project.
 
-Differences from the real app: no refresh, writes, invitations, photos or rate limits; logout
-keeps its list of revoked token ids in memory, as the real app does;
-login answers `refresh_token: null`; each member carries the opt-out flag the real app lacks,
-named `hidden_from_assistants` here.
+Differences from the real app: no refresh, writes, photo bytes or rate limits; logout keeps its
+list of revoked token ids in memory, as the real app does; login answers `refresh_token: null`.
+
+Optional extension, off by default: with `--opt-out-flag` (or DEMO_APP_OPT_OUT_FLAG=1) each
+member also carries `hidden_from_assistants`, an opt-out flag the real app does NOT have
+(become-app-api.md section 5). It exists only to exercise our client's handling of such a flag;
+without it the members' answers are the real app's shape.
 
     python -m demo_app.app --port 8031 \
         --dsn postgresql://become_demo@127.0.0.1:5434/become_demo \
-        --secret-env ASSISTANT_APP_JWT_SECRET
+        --secret-env ASSISTANT_APP_JWT_SECRET [--opt-out-flag]
 """
 
 from __future__ import annotations
@@ -45,6 +52,10 @@ from shared.auth import mint_access_token
 DEMO_DB = "become_demo"
 SECRET_ENV = "ASSISTANT_APP_JWT_SECRET"
 HEALTH_PATH = "/api/v1/health"
+# What /health reports as the app's version (the real app reports its api_version setting).
+APP_VERSION = "1.0.0-demo"
+# Set to 1/true to switch on the optional opt-out extension (see the module docstring).
+OPT_OUT_ENV = "DEMO_APP_OPT_OUT_FLAG"
 ACCESS_TTL_S = 900  # the app's default ACCESS_TOKEN_EXPIRE_MINUTES = 15
 # HS256 keys shorter than the hash output are weak (RFC 7518 3.2); refuse them even in a demo.
 MIN_SECRET_LEN = 32
@@ -98,8 +109,9 @@ def _json(body: object, status: int = 200, headers: Mapping[str, str] | None = N
 
 
 def _timestamp(value: datetime) -> str:
-    """ISO-8601 in UTC with a Z, as the app's serializer writes it."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """ISO-8601 in UTC without an offset, as the real app returns it on every database."""
+    # Its migrations use plain (naive) datetimes, so its serializer writes no offset at all.
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat()
 
 
 def _uuid(raw: str, location: str, name: str) -> str:
@@ -120,7 +132,8 @@ def _triangle(row: Mapping[str, Any], prefix: str) -> dict[str, float]:
 
 def _project_json(row: Mapping[str, Any]) -> dict[str, Any]:
     """One project as in contract 4.1."""
-    return {"id": str(row["id"]), "name": row["name"], "description": row["description"],
+    # The app answers null, never "", for a project without a description.
+    return {"id": str(row["id"]), "name": row["name"], "description": row["description"] or None,
             "scale_min": float(row["scale_min"]), "scale_max": float(row["scale_max"]),
             "scale_unit": row["scale_unit"], "admin_id": str(row["admin_id"]),
             "created_at": _timestamp(row["created_at"]), "member_count": int(row["member_count"]),
@@ -147,20 +160,34 @@ def _result_json(row: Mapping[str, Any]) -> dict[str, Any]:
             "calculated_at": _timestamp(row["calculated_at"])}
 
 
-def photo_url(base_url: str, user: str) -> str:
-    """The absolute photo proxy URL the app gives members (contains the user id)."""
+def photo_url(base_url: str, user: str, has_photo: bool = True) -> str | None:
+    """The absolute photo proxy URL the app gives for a user (contains the user id), or None
+    when the user has no photo, as the app answers."""
+    if not has_photo:
+        return None
     # The real `v` is a cache-busting token; any stable value per user serves the same purpose.
     version = hashlib.sha256(f"photo:{user}".encode()).hexdigest()[:16]
     return f"{base_url.rstrip('/')}/api/v1/users/{user}/photo?v={version}"
 
 
-def _member_json(row: Mapping[str, Any], base_url: str) -> dict[str, Any]:
-    """One member as in contract 4.5, plus the demo's opt-out flag."""
+def _member_json(row: Mapping[str, Any], base_url: str, opt_out_flag: bool) -> dict[str, Any]:
+    """One member as in contract 4.5 (plus the opt-out flag only when the extension is on)."""
     user = str(row["user_id"])
-    return {"user_id": user, "email": row["email"], "first_name": row["first_name"],
-            "last_name": row["last_name"], "photo_url": photo_url(base_url, user),
-            "role": row["role"], "joined_at": _timestamp(row["joined_at"]),
-            "hidden_from_assistants": bool(row["hidden_from_assistants"])}
+    member: dict[str, Any] = {
+        "user_id": user, "email": row["email"], "first_name": row["first_name"],
+        "last_name": row["last_name"],
+        "photo_url": photo_url(base_url, user, bool(row["has_photo"])),
+        "role": row["role"], "joined_at": _timestamp(row["joined_at"])}
+    if opt_out_flag:
+        member["hidden_from_assistants"] = bool(row["hidden_from_assistants"])
+    return member
+
+
+def _invitation_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One pending invitation as in contract 4.5."""
+    return {"id": str(row["id"]), "invitee_email": row["email"],
+            "invitee_first_name": row["first_name"], "invitee_last_name": row["last_name"],
+            "invited_at": _timestamp(row["invited_at"])}
 
 
 def _bearer_claims(header: str, secret: str) -> dict[str, Any]:
@@ -183,8 +210,9 @@ def _bearer_claims(header: str, secret: str) -> dict[str, Any]:
     return claims
 
 
-def create_demo_app(dsn: str, secret: str) -> Flask:
-    """The demo app over the PostgreSQL database at dsn (schema and seed ensured first)."""
+def create_demo_app(dsn: str, secret: str, *, opt_out_flag: bool = False) -> Flask:
+    """The demo app over the PostgreSQL database at dsn (schema and seed ensured first);
+    opt_out_flag switches on the optional `hidden_from_assistants` extension."""
     if len(secret) < MIN_SECRET_LEN:
         raise ValueError(f"the JWT secret must be at least {MIN_SECRET_LEN} characters")
     with psycopg.connect(dsn) as conn:
@@ -208,8 +236,8 @@ def create_demo_app(dsn: str, secret: str) -> Flask:
 
     def current_user(conn: psycopg.Connection[dict[str, Any]]) -> dict[str, Any]:
         subject = str(current_claims()["sub"])
-        row = conn.execute("SELECT id, email, first_name, last_name FROM users WHERE id = %s",
-                           (subject,)).fetchone()
+        row = conn.execute("SELECT id, email, first_name, last_name, has_photo FROM users"
+                           " WHERE id = %s", (subject,)).fetchone()
         if row is None:  # a deleted account's token still verifies; the app refuses it
             raise _unauthorized()
         return row
@@ -242,12 +270,8 @@ def create_demo_app(dsn: str, secret: str) -> Flask:
 
     @app.get(HEALTH_PATH)
     def health() -> Response:
-        try:
-            with db() as conn:
-                conn.execute("SELECT 1")
-        except psycopg.Error:
-            return _json({"ok": False}, 503)
-        return _json({"ok": True})
+        # Exactly the real app's answer: it checks nothing and reports its version.
+        return _json({"status": "ok", "version": APP_VERSION})
 
     @app.post("/api/v1/auth/login")
     def login() -> Response:
@@ -278,7 +302,8 @@ def create_demo_app(dsn: str, secret: str) -> Flask:
             user = current_user(conn)
         return _json({"id": str(user["id"]), "email": user["email"],
                       "first_name": user["first_name"], "last_name": user["last_name"],
-                      "photo_url": None})
+                      "photo_url": photo_url(request.host_url, str(user["id"]),
+                                             bool(user["has_photo"]))})
 
     @app.get("/api/v1/projects")
     def projects() -> Response:
@@ -320,10 +345,22 @@ def create_demo_app(dsn: str, secret: str) -> Flask:
         with db() as conn:
             pid = member_project(conn, project_id)["id"]
             rows = conn.execute(
-                "SELECT m.user_id, u.email, u.first_name, u.last_name, m.role, m.joined_at,"
-                " m.hidden_from_assistants FROM project_members m JOIN users u ON u.id = m.user_id"
+                "SELECT m.user_id, u.email, u.first_name, u.last_name, u.has_photo, m.role,"
+                " m.joined_at, m.hidden_from_assistants"
+                " FROM project_members m JOIN users u ON u.id = m.user_id"
                 " WHERE m.project_id = %s ORDER BY m.joined_at, m.user_id", (pid,)).fetchall()
-        return _json([_member_json(r, request.host_url) for r in rows])
+        return _json([_member_json(r, request.host_url, opt_out_flag) for r in rows])
+
+    @app.get("/api/v1/projects/<project_id>/invitations")
+    def invitations(project_id: str) -> Response:
+        # Members of any role may read them (contract 4.5); the order is the invitation order.
+        with db() as conn:
+            pid = member_project(conn, project_id)["id"]
+            rows = conn.execute(
+                "SELECT i.id, u.email, u.first_name, u.last_name, i.invited_at"
+                " FROM invitations i JOIN users u ON u.id = i.invitee_id"
+                " WHERE i.project_id = %s ORDER BY i.invited_at, i.id", (pid,)).fetchall()
+        return _json([_invitation_json(r) for r in rows])
 
     return app
 
@@ -344,6 +381,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dsn", required=True, help="PostgreSQL DSN of the demo database")
     parser.add_argument("--secret-env", default=SECRET_ENV,
                         help="name of the environment variable holding the JWT secret")
+    parser.add_argument("--opt-out-flag", action="store_true",
+                        default=os.environ.get(OPT_OUT_ENV, "").lower() in ("1", "true", "yes"),
+                        help="optional extension the real app lacks: members carry "
+                             f"hidden_from_assistants (also ${OPT_OUT_ENV}=1)")
     args = parser.parse_args(argv)
     secret = os.environ.get(args.secret_env, "")
     if len(secret) < MIN_SECRET_LEN:
@@ -351,7 +392,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from werkzeug.serving import run_simple
 
-    run_simple(args.host, args.port, create_demo_app(args.dsn, secret), threaded=True,
+    app = create_demo_app(args.dsn, secret, opt_out_flag=args.opt_out_flag)
+    run_simple(args.host, args.port, app, threaded=True,
                use_reloader=False, use_debugger=False)
 
 

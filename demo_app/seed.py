@@ -15,13 +15,19 @@ Projects (newest first in the app's list):
 * STALE_PROJECT "Bike shelter size": scale 0-200 "spaces"; its stored result still counts the
   opinion of an expert whose account was deleted (the app's cascade does not recompute), so it
   disagrees with the 4 opinions listed (num_experts 5). No Likert fields (scale is not 0-100).
+  Its description was cleared (stored ""): the app answers `null`.
 * INJECTION_PROJECT: a prompt injection in the name, a <script> in the description; no opinions
   and no stored result (the result endpoint answers null).
 * CAFETERIA_MENU "Cafeteria menu": scale 0-100, no unit; 4 opinions, one of them by Eva
-  Dvořáková, whose membership has hidden_from_assistants = true.
+  Dvořáková, whose membership has hidden_from_assistants = true (sent only when the demo's
+  optional opt-out extension is on; the real app has no such flag).
 * FLOOD_PLAN "Regional flood plan": scale 0-100 "%"; 60 generated experts with 60 opinions;
   alice is a member without an opinion.
-* OFFICE_MOVE "Office move budget": scale 0-100 "kCZK"; 4 experts (alice, bob and two more).
+* OFFICE_MOVE "Office move budget": scale 0-100 "kCZK"; 4 experts (alice, bob and two more);
+  two pending invitations (carol, and oliver, who has no last name).
+
+Only alice, bob and jana have a profile photo; everyone else's `photo_url` is null. A stored
+result's calculated_at is its first calculation (the first opinion's time), as in the app.
 
 Every stored result except the stale one is computed here with shared.method.compute over the
 opinions in created_at order, so it matches a recomputation from the opinions endpoint.
@@ -46,7 +52,7 @@ from shared.method import Fuzzy, compute
 DEMO_PASSWORD = "demo-password"
 DEMO_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "demo-app.become-assistant.invalid")
 # Bump when the seed below changes: a database holding another version is re-created.
-SEED_VERSION = "1"
+SEED_VERSION = "2"
 # Serialises schema creation and seeding between demo app processes sharing one database.
 _SEED_LOCK = 0x6265636F6D65  # "become"
 
@@ -71,6 +77,11 @@ def project_id(key: str) -> str:
 def opinion_id(project_key: str, email: str) -> str:
     """The fixed id of a seeded opinion (one per project and user)."""
     return str(uuid.uuid5(DEMO_NAMESPACE, f"opinion:{project_key}:{email}"))
+
+
+def invitation_id(project_key: str, email: str) -> str:
+    """The fixed id of a seeded pending invitation."""
+    return str(uuid.uuid5(DEMO_NAMESPACE, f"invitation:{project_key}:{email}"))
 
 
 def hash_password(password: str) -> str:
@@ -113,6 +124,7 @@ class SeedUser:
     email: str
     first_name: str
     last_name: str | None
+    has_photo: bool = False
 
     @property
     def id(self) -> str:
@@ -145,6 +157,7 @@ class SeedProject:
     members: tuple[str, ...]
     opinions: tuple[SeedOpinion, ...]
     hidden: frozenset[str] = frozenset()
+    invited: tuple[str, ...] = ()  # pending invitations, in invitation order
     stored_result: bool = True
     # Opinions of accounts deleted after the result was stored: counted in it, listed nowhere.
     deleted: tuple[SeedOpinion, ...] = ()
@@ -160,10 +173,10 @@ class SeedProject:
         return self.members[0]
 
 
-ALICE = SeedUser("alice@example.com", "Alice", "Moravcová")
-BOB = SeedUser("bob@example.com", "Bob", "Fischer")
+ALICE = SeedUser("alice@example.com", "Alice", "Moravcová", has_photo=True)
+BOB = SeedUser("bob@example.com", "Bob", "Fischer", has_photo=True)
 CAROL = SeedUser("carol@example.com", "Carol", "Hughes")
-_JANA = SeedUser("jana.prochazkova@example.com", "Jana", "Procházková")
+_JANA = SeedUser("jana.prochazkova@example.com", "Jana", "Procházková", has_photo=True)
 _TOM = SeedUser("tom.baker@example.com", "Tom", "Baker")
 _EVA = SeedUser("eva.dvorakova@example.com", "Eva", "Dvořáková")
 _OLIVER = SeedUser("oliver@example.com", "Oliver", None)  # the contract allows no last name
@@ -240,7 +253,8 @@ PROJECTS: tuple[SeedProject, ...] = (
         opinions=(SeedOpinion(ALICE.email, "Head of Operations", 40, 55, 70),
                   SeedOpinion(BOB.email, "Facilities Manager", 35, 45, 60),
                   SeedOpinion(_JANA.email, "Finance Controller", 50, 60, 80),
-                  SeedOpinion(_TOM.email, "IT Lead", 30, 50, 65))),
+                  SeedOpinion(_TOM.email, "IT Lead", 30, 50, 65)),
+        invited=(CAROL.email, _OLIVER.email)),
     SeedProject(
         key="regional-flood-plan", name="Regional flood plan",
         description="What share of the regional flood-protection budget should go to "
@@ -271,7 +285,7 @@ PROJECTS: tuple[SeedProject, ...] = (
         opinions=(), stored_result=False),
     SeedProject(
         key="bike-shelter-size", name="Bike shelter size",
-        description="How many bicycle spaces should the new shelter have?",
+        description="",  # cleared by its admin: the app answers null
         scale_min=0, scale_max=200, scale_unit="spaces",
         created_at=datetime(2026, 3, 18, 7, 45, tzinfo=UTC),
         members=(_JANA.email, ALICE.email, _TOM.email, _MARTINA.email),
@@ -286,7 +300,8 @@ DEMO_USERS: dict[str, str] = {u.email: u.id for u in (ALICE, BOB, CAROL)}
 DEMO_PROJECTS: dict[str, str] = {p.name: p.id for p in PROJECTS}
 OFFICE_MOVE, FLOOD_PLAN, CAFETERIA_MENU, INJECTION_PROJECT, STALE_PROJECT = (
     p.id for p in PROJECTS)
-HIDDEN_USER = _EVA.id  # the Cafeteria menu member who opted out of other members' assistants
+HIDDEN_USER = _EVA.id  # the Cafeteria menu member flagged by the optional opt-out extension
+OLIVER = _OLIVER  # invited to Office move budget; no last name
 
 
 # --- Writing it ------------------------------------------------------------------------------
@@ -299,6 +314,7 @@ CREATE TABLE users (
     first_name text NOT NULL,
     last_name text,
     password_hash text NOT NULL,
+    has_photo boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL
 );
 CREATE TABLE projects (
@@ -333,6 +349,13 @@ CREATE TABLE opinions (
     UNIQUE (project_id, user_id),
     CHECK (lower_bound <= peak AND peak <= upper_bound)
 );
+CREATE TABLE invitations (
+    id uuid PRIMARY KEY,
+    project_id uuid NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    invitee_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    invited_at timestamptz NOT NULL,
+    UNIQUE (project_id, invitee_id)
+);
 CREATE TABLE calculation_results (
     project_id uuid PRIMARY KEY REFERENCES projects(id) ON DELETE CASCADE,
     best_compromise_lower double precision NOT NULL,
@@ -351,7 +374,7 @@ CREATE TABLE calculation_results (
     calculated_at timestamptz NOT NULL
 );
 """
-_TABLES = ("calculation_results", "opinions", "project_members", "projects", "users",
+_TABLES = ("calculation_results", "invitations", "opinions", "project_members", "projects", "users",
            "demo_meta")
 
 
@@ -383,10 +406,10 @@ def _insert_all(conn: psycopg.Connection[Any]) -> None:
     signup = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO users (id, email, first_name, last_name, password_hash, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
+            "INSERT INTO users (id, email, first_name, last_name, password_hash, has_photo,"
+            " created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
             [(u.id, u.email, u.first_name, u.last_name, hash_password(DEMO_PASSWORD),
-              signup + timedelta(minutes=n)) for n, u in enumerate(USERS)])
+              u.has_photo, signup + timedelta(minutes=n)) for n, u in enumerate(USERS)])
     for project in PROJECTS:
         _insert_project(conn, project)
 
@@ -414,15 +437,23 @@ def _insert_project(conn: psycopg.Connection[Any], p: SeedProject) -> None:
             " upper_bound, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [(opinion_id(p.key, o.email), p.id, user_id(o.email), o.position, o.lower, o.peak,
               o.upper, times[n], updated[n]) for n, o in enumerate(p.opinions)])
+        # Invited after the last member joined, an hour apart; none has answered.
+        invited = p.created_at + timedelta(minutes=10 * len(p.members), hours=1)
+        cur.executemany(
+            "INSERT INTO invitations (id, project_id, invitee_id, invited_at)"
+            " VALUES (%s, %s, %s, %s)",
+            [(invitation_id(p.key, email), p.id, user_id(email), invited + timedelta(hours=n))
+             for n, email in enumerate(p.invited)])
     if p.stored_result and (p.opinions or p.deleted):
         # Deleted accounts' opinions were submitted last, so the stored row still counts them.
         counted = [Fuzzy(o.lower, o.peak, o.upper) for o in (*p.opinions, *p.deleted)]
-        _insert_result(conn, p, counted, max(updated))
+        # The app recomputes after every change but keeps the FIRST calculation's time.
+        _insert_result(conn, p, counted, times[0])
 
 
 def _insert_result(conn: psycopg.Connection[Any], p: SeedProject, counted: list[Fuzzy],
                    calculated_at: datetime) -> None:
-    """The stored result as the app writes it after the last opinion change."""
+    """The stored result as the app holds it after the last opinion change."""
     r = compute(counted)
     value, decision = likert(r.best_compromise.centroid, p.scale_min, p.scale_max)
     conn.execute(

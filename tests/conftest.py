@@ -278,6 +278,21 @@ def demo_app(services: stack.Supervisor) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def demo_app_opt_out(services: stack.Supervisor, demo_app: str) -> Iterator[str]:
+    """A second demo app on the same database with its optional opt-out extension switched on
+    (members carry `hidden_from_assistants`, which the real app lacks); its URL."""
+    from assistant_cli.demo import bootstrap_demo_db, start_demo_app
+    from demo_app.app import OPT_OUT_ENV
+
+    dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")
+    sup = stack.Supervisor(VAR / "log" / "demo-opt-out")  # its own demo-app.log
+    try:
+        yield start_demo_app(sup, port(8032), dsn, stack_env({OPT_OUT_ENV: "1"}))
+    finally:
+        sup.stop_all()
+
+
+@pytest.fixture(scope="session")
 def project_stack(services: stack.Supervisor, scripted_llm: str, demo_app: str
                   ) -> Iterator[Stack]:
     """Web + worker reading projects from the demo app; the scripted model captures input."""

@@ -5,6 +5,7 @@ text, every option has help, and `status` checks the app API."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 import subprocess
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from assistant_cli.cli import parser
+from demo_app.app import APP_VERSION
 from demo_app.seed import OFFICE_MOVE
 from tests.conftest import REPO, Stack, set_script
 
@@ -87,6 +89,8 @@ def test_status_includes_the_app_api(project_stack: Stack, demo_app: str,
     assert up.returncode == 0, up.stdout + up.stderr
     line = next(x for x in up.stdout.splitlines() if x.startswith("app_api"))
     assert " ok " in line and demo_app in line
+    # Read from the app's real health shape, {"status": "ok", "version": ...}.
+    assert json.loads(line.split(" ok ", 1)[1])["version"] == APP_VERSION
     down = cli(["status", "--url", project_stack.base_url, "--app-url",
                 "http://127.0.0.1:9"], env)
     assert down.returncode == 1

@@ -7,7 +7,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,7 +15,7 @@ import jwt
 import psycopg
 import pytest
 
-from demo_app.app import CREDENTIALS_ERROR
+from demo_app.app import APP_VERSION, CREDENTIALS_ERROR
 from demo_app.seed import (
     CAFETERIA_MENU,
     DEMO_PASSWORD,
@@ -26,6 +26,7 @@ from demo_app.seed import (
     INJECTION_PROJECT,
     INJECTION_TEXT,
     OFFICE_MOVE,
+    OLIVER,
     PROJECTS,
     STALE_PROJECT,
     USERS,
@@ -41,11 +42,13 @@ PROJECT_FIELDS = {"id", "name", "description", "scale_min", "scale_max", "scale_
                   "admin_id", "created_at", "member_count", "role"}
 OPINION_FIELDS = {"id", "user_id", "user_email", "user_first_name", "user_last_name", "position",
                   "lower_bound", "peak", "upper_bound", "centroid", "created_at", "updated_at"}
-MEMBER_FIELDS = {"user_id", "email", "first_name", "last_name", "photo_url", "role", "joined_at",
-                 "hidden_from_assistants"}
+# The real app's member has no opt-out flag: the demo adds one only as an optional extension.
+MEMBER_FIELDS = {"user_id", "email", "first_name", "last_name", "photo_url", "role", "joined_at"}
+INVITATION_FIELDS = {"id", "invitee_email", "invitee_first_name", "invitee_last_name",
+                     "invited_at"}
 RESULT_FIELDS = {"best_compromise", "arithmetic_mean", "median", "max_error", "num_experts",
                  "likert_value", "likert_decision", "calculated_at"}
-PROJECT_PATHS = ("", "/opinions", "/result", "/members")
+PROJECT_PATHS = ("", "/opinions", "/result", "/members", "/invitations")
 
 
 def call(method: str, url: str, token: str | None = None, form: dict[str, str] | None = None,
@@ -90,14 +93,14 @@ def tokens(demo_app: str) -> dict[str, str]:
 
 
 def parse_time(value: str) -> datetime:
-    """An API timestamp; it must carry its UTC offset."""
+    """An API timestamp: like the real app's, it has no offset, and it is read as UTC."""
     parsed = datetime.fromisoformat(value)
-    assert parsed.utcoffset() is not None and parsed.utcoffset().total_seconds() == 0, value
-    return parsed
+    assert parsed.tzinfo is None, f"the real app sends no offset: {value}"
+    return parsed.replace(tzinfo=UTC)
 
 
-def test_health(demo_app: str) -> None:
-    assert get(demo_app, "/health") == (200, {"ok": True})
+def test_health_is_the_real_apps_shape(demo_app: str) -> None:
+    assert get(demo_app, "/health") == (200, {"status": "ok", "version": APP_VERSION})
 
 
 def test_login_issues_a_15_minute_access_token(demo_app: str) -> None:
@@ -164,9 +167,13 @@ def test_bad_tokens_are_refused(demo_app: str, authorization: str) -> None:
 
 
 def test_users_me(demo_app: str, tokens: dict[str, str]) -> None:
-    assert get(demo_app, "/users/me", tokens["alice"]) == (200, {
+    status, me = get(demo_app, "/users/me", tokens["alice"])
+    assert status == 200 and me == {
         "id": ALICE, "email": "alice@example.com", "first_name": "Alice",
-        "last_name": "Moravcová", "photo_url": None})
+        "last_name": "Moravcová", "photo_url": me["photo_url"]}
+    assert me["photo_url"].startswith(f"{demo_app}/api/v1/users/{ALICE}/photo?v=")
+    # No photo: null, as the real app answers.
+    assert get(demo_app, "/users/me", tokens["carol"])[1]["photo_url"] is None
 
 
 def test_project_lists_follow_membership(demo_app: str, tokens: dict[str, str]) -> None:
@@ -190,7 +197,10 @@ def test_project_detail(demo_app: str, tokens: dict[str, str]) -> None:
     assert status == 200
     assert project == {**project, "id": OFFICE_MOVE, "name": "Office move budget",
                        "scale_min": 0.0, "scale_max": 100.0, "scale_unit": "kCZK",
-                       "admin_id": ALICE, "member_count": 4, "role": "admin"}
+                       "admin_id": ALICE, "member_count": 4, "role": "admin",
+                       "created_at": "2026-01-12T09:00:00"}
+    # A naive timestamp is UTC: 09:00 in the seed's UTC, not 09:00 local time.
+    assert parse_time(project["created_at"]) == datetime(2026, 1, 12, 9, 0, tzinfo=UTC)
     assert project in get(demo_app, "/projects", tokens["alice"])[1]
     status, as_bob = get(demo_app, f"/projects/{OFFICE_MOVE}", tokens["bob"])
     assert (status, as_bob) == (200, {**project, "role": "expert"})
@@ -260,7 +270,18 @@ def test_stored_results_match_a_recomputation(demo_app: str, tokens: dict[str, s
     for name in ("best_compromise", "arithmetic_mean", "median"):
         tri = result[name]
         assert tri["centroid"] == pytest.approx((tri["lower"] + tri["peak"] + tri["upper"]) / 3)
-    parse_time(result["calculated_at"])
+
+
+@pytest.mark.parametrize("project", [OFFICE_MOVE, FLOOD_PLAN, CAFETERIA_MENU, STALE_PROJECT])
+def test_calculated_at_is_the_first_calculation(demo_app: str, tokens: dict[str, str],
+                                                project: str) -> None:
+    """The app keeps the first calculation's time: later recalculations do not move it."""
+    _, result = get(demo_app, f"/projects/{project}/result", tokens["alice"])
+    _, opinions = get(demo_app, f"/projects/{project}/opinions", tokens["alice"])
+    first = min(parse_time(o["created_at"]) for o in opinions)
+    assert parse_time(result["calculated_at"]) == first
+    if len(opinions) >= 7:  # every seventh expert changed their mind after it
+        assert max(parse_time(o["updated_at"]) for o in opinions) > first
 
 
 def test_stale_result_disagrees_with_the_opinions(demo_app: str, tokens: dict[str, str]) -> None:
@@ -273,21 +294,63 @@ def test_stale_result_disagrees_with_the_opinions(demo_app: str, tokens: dict[st
     assert (result["likert_value"], result["likert_decision"]) == (None, None)  # scale 0-200
 
 
-def test_members_carry_roles_photos_and_the_opt_out(demo_app: str,
-                                                    tokens: dict[str, str]) -> None:
+def test_empty_description_is_null(demo_app: str, tokens: dict[str, str]) -> None:
+    stored = {p.id: p.description for p in PROJECTS}
+    assert stored[STALE_PROJECT] == ""  # cleared in the database...
+    status, project = get(demo_app, f"/projects/{STALE_PROJECT}", tokens["alice"])
+    assert status == 200 and project["description"] is None  # ...and null in the API
+    listed = {p["id"]: p for p in get(demo_app, "/projects", tokens["alice"])[1]}
+    assert listed[STALE_PROJECT]["description"] is None
+    assert listed[OFFICE_MOVE]["description"]
+
+
+def test_members_carry_roles_and_photos_but_no_opt_out(demo_app: str,
+                                                       tokens: dict[str, str]) -> None:
     status, members = get(demo_app, f"/projects/{CAFETERIA_MENU}/members", tokens["bob"])
-    assert status == 200 and all(set(m) == MEMBER_FIELDS for m in members)
-    assert [m["user_id"] for m in members if m["hidden_from_assistants"]] == [HIDDEN_USER]
+    assert status == 200 and all(set(m) == MEMBER_FIELDS for m in members), members
     joined = [parse_time(m["joined_at"]) for m in members]
     assert joined == sorted(joined)
     _, project = get(demo_app, f"/projects/{CAFETERIA_MENU}", tokens["bob"])
     assert project["member_count"] == len(members)
     assert [m["user_id"] for m in members if m["role"] == "admin"] == [project["admin_id"]] == [BOB]
-    for m in members:
-        assert m["photo_url"].startswith(f"{demo_app}/api/v1/users/{m['user_id']}/photo?v=")
+    photos = {m["user_id"]: m["photo_url"] for m in members}
+    assert photos[HIDDEN_USER] is None and photos[OLIVER.id] is None  # no photo: null
+    for user in (ALICE, BOB):
+        assert str(photos[user]).startswith(f"{demo_app}/api/v1/users/{user}/photo?v=")
     _, opinions = get(demo_app, f"/projects/{CAFETERIA_MENU}/opinions", tokens["bob"])
-    assert HIDDEN_USER in {o["user_id"] for o in opinions}  # hidden, but still has an opinion
     assert {o["user_id"] for o in opinions} <= {m["user_id"] for m in members}
+
+
+def test_opt_out_flag_is_an_optional_extension(demo_app_opt_out: str) -> None:
+    """Switched on (DEMO_APP_OPT_OUT_FLAG=1), members carry the flag the real app lacks."""
+    _, _, body = login(demo_app_opt_out, "bob@example.com")
+    status, members = get(demo_app_opt_out, f"/projects/{CAFETERIA_MENU}/members",
+                          body["access_token"])
+    assert status == 200
+    assert all(set(m) == MEMBER_FIELDS | {"hidden_from_assistants"} for m in members)
+    assert [m["user_id"] for m in members if m["hidden_from_assistants"]] == [HIDDEN_USER]
+    _, opinions = get(demo_app_opt_out, f"/projects/{CAFETERIA_MENU}/opinions",
+                      body["access_token"])
+    assert HIDDEN_USER in {o["user_id"] for o in opinions}  # hidden, but still has an opinion
+
+
+def test_invitations_list_the_pending_invitees(demo_app: str, tokens: dict[str, str]) -> None:
+    status, invitations = get(demo_app, f"/projects/{OFFICE_MOVE}/invitations", tokens["alice"])
+    assert status == 200 and all(set(i) == INVITATION_FIELDS for i in invitations)
+    assert [(i["invitee_email"], i["invitee_first_name"], i["invitee_last_name"])
+            for i in invitations] == [("carol@example.com", "Carol", "Hughes"),
+                                      (OLIVER.email, "Oliver", None)]
+    invited = [parse_time(i["invited_at"]) for i in invitations]
+    assert invited == sorted(invited)
+    _, project = get(demo_app, f"/projects/{OFFICE_MOVE}", tokens["alice"])
+    assert min(invited) > parse_time(project["created_at"])
+    assert all(str(uuid.UUID(i["id"])) == i["id"] for i in invitations)
+    # Any member may read them, an expert too; a project without any answers [].
+    assert get(demo_app, f"/projects/{OFFICE_MOVE}/invitations", tokens["bob"]) == (
+        200, invitations)
+    assert get(demo_app, f"/projects/{CAFETERIA_MENU}/invitations", tokens["bob"]) == (200, [])
+    # Being invited is not membership: carol's own invitation is not hers to read.
+    assert get(demo_app, f"/projects/{OFFICE_MOVE}/invitations", tokens["carol"])[0] == 403
 
 
 def test_injection_project_text_comes_back_verbatim(demo_app: str,
@@ -309,6 +372,7 @@ def test_seeding_is_idempotent(demo_app: str) -> None:
     with psycopg.connect(demo_dsn(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")) as conn:
         assert ensure_seeded(conn) is False
         counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()
-                  for t in ("users", "projects", "opinions", "calculation_results")]
+                  for t in ("users", "projects", "opinions", "calculation_results",
+                            "invitations")]
     assert counts == [(len(USERS),), (len(PROJECTS),),
-                      (sum(len(p.opinions) for p in PROJECTS),), (4,)]
+                      (sum(len(p.opinions) for p in PROJECTS),), (4,), (2,)]

@@ -6,6 +6,8 @@ import re
 import uuid
 from typing import Any
 
+import pytest
+
 from shared.method import Fuzzy, compute
 from shared.project_context import (
     FENCE_CLOSE,
@@ -15,6 +17,7 @@ from shared.project_context import (
     LIMIT_PROJECT_NAME,
     ProjectContext,
     build_context,
+    chart_data,
     clean_text,
     format_number,
 )
@@ -37,7 +40,7 @@ def member(first: str, last: str | None, role: str = "expert", **extra: Any) -> 
     row = {"user_id": user_id, "email": f"{first.lower()}.{(last or 'x').lower()}@firma.cz",
            "first_name": first, "last_name": last,
            "photo_url": f"{APP}/api/v1/users/{user_id}/photo?v=a1b2c3", "role": role,
-           "joined_at": "2026-03-01T09:00:00Z"}
+           "joined_at": "2026-03-01T09:00:00"}  # no offset, as the real app
     row.update(extra)
     return row
 
@@ -56,7 +59,7 @@ def project(admin: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A project object as GET /projects/{id} returns it (4.2)."""
     row = {"id": uid(), "name": "Budget for the new lab", "description": "Total cost estimate.",
            "scale_min": 0, "scale_max": 100, "scale_unit": "k EUR", "admin_id": admin["user_id"],
-           "created_at": "2026-03-01T08:00:00Z", "member_count": 3, "role": "admin"}
+           "created_at": "2026-03-01T08:00:00", "member_count": 3, "role": "admin"}
     row.update(extra)
     return row
 
@@ -70,7 +73,7 @@ def stored(values: list[tuple[float, float, float]]) -> dict[str, Any]:
     return {"best_compromise": tri(r.best_compromise), "arithmetic_mean": tri(r.mean),
             "median": tri(r.median), "max_error": r.max_error, "num_experts": r.num_experts,
             "likert_value": None, "likert_decision": None,
-            "calculated_at": "2026-03-02T10:00:01Z"}
+            "calculated_at": "2026-03-02T10:00:00"}
 
 
 def scenario(values: list[tuple[float, float, float]] | None = None,
@@ -110,6 +113,23 @@ def test_no_personal_identifiers_reach_the_text() -> None:
     assert "Jana Nováková (Head of Department) — lower 10, peak 15, upper 20" in ctx.text
     assert "Eva (Chief Financial Officer)" in ctx.text  # last name null: no "None"
     assert "None" not in ctx.text
+
+
+@pytest.mark.parametrize("description", [None, ""])
+def test_the_real_apps_shapes_read_cleanly(description: str | None) -> None:
+    """As the real app answers: null description and photo, no opt-out flag, naive times."""
+    proj, ops, members = scenario(description=description)
+    for m in members:
+        m["photo_url"] = None
+        assert "hidden_from_assistants" not in m
+    ctx = build_context(proj, ops, stored(THREE), members)
+    inside, _ = fence(ctx)
+    assert "Description: (none)" in inside
+    assert "None" not in ctx.text and "null" not in ctx.text
+    assert "3 in total; 3 listed below" in ctx.text and "chose not to be listed" not in ctx.text
+    assert ctx.hidden_count == 0
+    chart = chart_data(proj, ops, stored(THREE), members)
+    assert (len(chart["experts"]), chart["hidden"], chart["result"]) == (3, 0, "stored")
 
 
 def test_ids_and_emails_typed_into_text_are_removed() -> None:

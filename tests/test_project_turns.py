@@ -18,9 +18,12 @@ from demo_app.seed import (
     FLOOD_PLAN,
     INJECTION_PROJECT,
     OFFICE_MOVE,
+    STALE_PROJECT,
 )
-from tests.conftest import WEB_PORT, Stack, redis_url, set_script, start_stack
+from shared.auth import mint_access_token
+from tests.conftest import TEST_ENV, WEB_PORT, Stack, redis_url, set_script, start_stack
 from tests.wsutil import app_token, http_json
+from web.app_api import AppApi, read_project_context
 
 ALICE, BOB = DEMO_USERS["alice@example.com"], DEMO_USERS["bob@example.com"]
 FENCE = re.compile(r"<project-data>\n(.*?)\n</project-data>", re.DOTALL)
@@ -80,14 +83,37 @@ def test_refusals_come_before_any_token(project_stack: Stack, scripted_llm: str,
     assert "detail" not in last["message"] and "Traceback" not in last["message"]
 
 
-def test_opted_out_member_is_left_out_but_counted(project_stack: Stack,
-                                                  scripted_llm: str) -> None:
+def test_every_member_is_listed_as_the_real_app_has_no_opt_out(project_stack: Stack,
+                                                               scripted_llm: str) -> None:
+    """The demo answers as the real app (no opt-out flag): nobody is hidden, nothing says so."""
     _, system = project_turn(project_stack, scripted_llm, ALICE, CAFETERIA_MENU,
                              "Who is furthest from the result?")
     fenced = FENCE.search(system)
     assert fenced is not None
-    assert "Dvořáková" not in system and "Eva" not in fenced.group(1)
+    assert "Eva Dvořáková (Chef)" in fenced.group(1)
+    assert "4 in total; 4 listed below" in fenced.group(1)
+    assert "chose not to be listed" not in system
+
+
+def test_null_description_reads_as_none_given(project_stack: Stack, scripted_llm: str) -> None:
+    """The app answers null for an empty description: the model reads '(none)', not 'None'."""
+    _, system = project_turn(project_stack, scripted_llm, ALICE, STALE_PROJECT,
+                             "What is this project about?")
+    fenced = FENCE.search(system)
+    assert fenced is not None and "Description: (none)" in fenced.group(1)
+    assert "None" not in fenced.group(1)
+
+
+def test_opt_out_extension_is_honoured_when_an_app_sends_it(demo_app_opt_out: str) -> None:
+    """Against the demo's optional extension (the real app has none), the client still leaves
+    a flagged member out of the list and counts their opinion."""
+    token = mint_access_token(ALICE, TEST_ENV["ASSISTANT_APP_JWT_SECRET"])
+    context, _ = read_project_context(AppApi(demo_app_opt_out), token, CAFETERIA_MENU)
+    fenced = FENCE.search(context.text)
+    assert fenced is not None
+    assert "Dvořáková" not in context.text and "Eva" not in fenced.group(1)
     assert "4 in total" in fenced.group(1) and "chose not to be listed" in fenced.group(1)
+    assert (context.opinion_count, context.listed_count, context.hidden_count) == (4, 3, 1)
 
 
 def test_injection_in_the_project_name_stays_inside_the_fence(project_stack: Stack,
