@@ -64,25 +64,46 @@ def test_deployed_is_the_old_name_of_production() -> None:
     assert settings_from_env({**PRODUCTION, "ASSISTANT_PROFILE": "deployed"}).production
 
 
-@pytest.mark.parametrize("base, change, reason", [
-    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": INSECURE_DEV_SECRET}, "ASSISTANT_APP_JWT_SECRET"),
-    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": "short"}, "ASSISTANT_APP_JWT_SECRET"),
-    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": ""}, "ASSISTANT_APP_JWT_SECRET"),
-    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": ""}, "ASSISTANT_ALLOWED_ORIGINS must be set"),
-    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": "http://become.example"},
-     "ASSISTANT_ALLOWED_ORIGINS must be https"),
+SECRET_WEAK = "ASSISTANT_APP_JWT_SECRET must be set to a strong secret"
+ORIGINS_UNSET = "ASSISTANT_ALLOWED_ORIGINS must be set"
+ORIGINS_PLAIN = "ASSISTANT_ALLOWED_ORIGINS must be https origins"
+PRODUCTION_REFUSED = "production profile refused: "
+
+
+def production_problems(message: str) -> list[str]:
+    """The problems a production refusal lists; fails when another check refused first."""
+    assert message.startswith(PRODUCTION_REFUSED), f"not the production check: {message}"
+    return message.removeprefix(PRODUCTION_REFUSED).split("; ")
+
+
+@pytest.mark.parametrize("base, change, reasons", [
+    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": INSECURE_DEV_SECRET}, [SECRET_WEAK]),
+    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": "short"}, [SECRET_WEAK]),
+    (PRODUCTION, {"ASSISTANT_APP_JWT_SECRET": ""}, [SECRET_WEAK]),
+    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": ""}, [ORIGINS_UNSET]),
+    (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": "http://become.example"}, [ORIGINS_PLAIN]),
     (PRODUCTION, {"ASSISTANT_ALLOWED_ORIGINS": "http://127.0.0.1.evil.example"},
-     "ASSISTANT_ALLOWED_ORIGINS must be https"),
-    (PRODUCTION, {"ASSISTANT_DEV_TOKENS": "true"}, "ASSISTANT_DEV_TOKENS"),
-    (HOSTED, {"ASSISTANT_API_KEY": ""}, "ASSISTANT_API_KEY must be set"),
+     [ORIGINS_PLAIN]),
+    # Dev tokens need the dev secret (any profile), so production names both problems.
+    (PRODUCTION, {"ASSISTANT_DEV_TOKENS": "true", "ASSISTANT_APP_JWT_SECRET": INSECURE_DEV_SECRET},
+     [SECRET_WEAK, "ASSISTANT_DEV_TOKENS is never allowed in production"]),
+    (HOSTED, {"ASSISTANT_API_KEY": ""},
+     [f"model role {r} is hosted: ASSISTANT_API_KEY must be set"
+      for r in ("answer", "translation", "embeddings")]),
     (HOSTED, {"ASSISTANT_EMBEDDING_BASE_URL": "http://api.example/v1"},
-     "embeddings is hosted: its base URL must be https"),
-])
+     ["model role embeddings is hosted: its base URL must be https"]),
+], ids=["dev-secret", "short-secret", "no-secret", "no-origins", "http-origin",
+        "look-alike-loopback-origin", "dev-tokens", "hosted-without-key", "hosted-over-http"])
 def test_production_profile_refuses_unsafe_values(base: dict[str, str], change: dict[str, str],
-                                                  reason: str) -> None:
+                                                  reasons: list[str]) -> None:
+    """Each unsafe value is refused by the production check for exactly its own reasons."""
     with pytest.raises(ConfigError) as err:
         settings_from_env({**base, **change})
-    assert reason in str(err.value)
+    problems = production_problems(str(err.value))
+    # Exactly the expected reasons are named: another check refusing instead (or as well)
+    # fails the case.
+    assert len(problems) == len(reasons), problems
+    assert all(any(p.startswith(r) for p in problems) for r in reasons), problems
     assert "sk-hosted" not in str(err.value), "a refusal must not echo a secret"
     assert "x" * 40 not in str(err.value)
 
