@@ -1,4 +1,5 @@
-"""shared.method reproduces every reference value of become-app-api.md section 6."""
+"""shared.method reproduces every reference value of become-app-api.md section 6: the worked
+examples, and every figure of the budget/floods/pendlers table (Γ, Ω, ΓΩMean, centroid, Δmax)."""
 
 from __future__ import annotations
 
@@ -99,8 +100,93 @@ def test_five_managers_perfect_agreement() -> None:
 # --- the budget / floods / pendlers table --------------------------------------------------
 
 
-# The raw budget/floods/pendlers opinions are not in the corpus (only their README is), so
-# those table rows cannot be recomputed here; the README's counts and sample lines are checked.
+_CELL_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _cell_triple(cell: str) -> tuple[float, float, float]:
+    """'(32.05, 52.50, 66.14)' or '36.36 (crisp)' (lower = peak = upper) from a table cell."""
+    numbers = [float(n) for n in _CELL_NUMBER.findall(cell.split("=")[0].split("centroid")[0])]
+    if "crisp" in cell:
+        assert len(numbers) == 1, cell
+        return (numbers[0],) * 3
+    assert len(numbers) == 3, cell
+    return (numbers[0], numbers[1], numbers[2])
+
+
+def spec_table() -> dict[str, tuple[object, ...]]:
+    """Section 6's table of become-app-api.md, parsed into TABLE's shape."""
+    text = (shared_dir() / "specs" / "become-app-api.md").read_text(encoding="utf-8")
+    section = text.split("## 6.")[1].split("\n## ")[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or cells[0] not in ("budget", "floods", "pendlers"):
+            continue
+        centroid = re.search(r"centroid ([\d.]+)", cells[4])
+        rows[cells[0]] = (int(cells[1]), _cell_triple(cells[2]), _cell_triple(cells[3]),
+                          _cell_triple(cells[4]), float(centroid[1]) if centroid else None,
+                          float(cells[5]))
+    return rows
+
+
+def worked_example_opinions() -> list[tuple[str, Fuzzy]]:
+    """The floods panel as the corpus's worked example lists it (| Expert | L | P | U |)."""
+    text = (shared_dir() / "corpus" / "become" / "docs" / "user" / "worked-example.md"
+            ).read_text(encoding="utf-8")
+    rows = []
+    for line in text.split("## The question")[1].split("## ")[0].splitlines():
+        m = re.match(r"^\|\s*([^|]+?)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|$",
+                     line.strip())
+        if m:
+            rows.append((m[1], Fuzzy(float(m[2]), float(m[3]), float(m[4]))))
+    return rows
+
+
+def test_table_is_the_specs() -> None:
+    """TABLE holds exactly the figures of the spec's section 6 table."""
+    assert spec_table() == {name: tuple(tuple(float(x) for x in v) if isinstance(v, tuple)
+                                        else v for v in row) for name, row in TABLE.items()}
+
+
+def test_floods_row_recomputed_from_the_corpus_opinions() -> None:
+    """Every figure of the floods row (M, Γ, Ω, ΓΩMean, its centroid, Δmax) from the 13
+    opinions the corpus lists; Ω is the 'Land use' opinion, as the table says."""
+    named = worked_example_opinions()
+    m, gamma, omega, compromise, centroid, max_error = TABLE["floods"]
+    r = compute([f for _, f in named])
+    assert r.num_experts == len(named) == m and not r.even
+    assert_close(r.mean, gamma)
+    assert triple(r.median) == omega == triple(dict(named)["Land use"])
+    assert_close(r.best_compromise, compromise)
+    assert abs(r.best_compromise.centroid - centroid) <= TWO_DECIMALS
+    assert abs(r.max_error - max_error) <= TWO_DECIMALS
+
+
+def _panel_with(gamma: tuple[float, ...], omega: tuple[float, ...]) -> list[Fuzzy]:
+    """Three opinions whose mean is Γ and whose median (by centroid) is Ω: Ω itself, Ω moved
+    down by t, and the rest of 3Γ moved up by t, with t large enough to keep Ω in the middle."""
+    g, o = Fuzzy(*gamma), Fuzzy(*omega)
+    t = 3 * abs(g.centroid - o.centroid) + 1
+    rest = Fuzzy(3 * g.lower - 2 * o.lower + t, 3 * g.peak - 2 * o.peak + t,
+                 3 * g.upper - 2 * o.upper + t)
+    return [Fuzzy(o.lower - t, o.peak - t, o.upper - t), o, rest]
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_table_row_follows_from_its_mean_and_median(name: str) -> None:
+    """For each row, compute() over a panel with the row's Γ and Ω gives the row's ΓΩMean,
+    centroid and Δmax (the raw budget and pendlers opinions are not in the corpus)."""
+    _m, gamma, omega, compromise, centroid, max_error = TABLE[name]
+    r = compute(_panel_with(gamma, omega))
+    assert_close(r.mean, gamma, tol=1e-9)
+    assert_close(r.median, omega, tol=1e-9)
+    # Γ and Ω are printed to two decimals, so what follows from them may be off by a little
+    # more than the printing alone: half a unit of the inputs' last place, plus rounding.
+    derived = 2 * TWO_DECIMALS
+    assert_close(r.best_compromise, compromise, tol=derived)
+    if centroid is not None:
+        assert abs(r.best_compromise.centroid - centroid) <= derived
+    assert abs(r.max_error - max_error) <= derived
 
 
 def test_case_study_readme_matches_the_table() -> None:
@@ -114,6 +200,9 @@ def test_case_study_readme_matches_the_table() -> None:
     assert ("Chairman", Fuzzy(40, 70, 90)) in samples
     assert ("Land owner 2", Fuzzy(0, 0, 2)) in samples
     assert all(f.lower <= f.peak <= f.upper for _, f in samples)
+    # The floods samples are opinions of the worked example's full panel.
+    panel = dict(worked_example_opinions())
+    assert panel["Land owner 2"] == Fuzzy(0, 0, 2) and panel["Hydrologist 1"] == Fuzzy(37, 42, 47)
 
 
 # --- rules around the formulas -------------------------------------------------------------
