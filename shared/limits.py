@@ -27,6 +27,10 @@ concurrent web processes can never overshoot a cap. The holder renews its lease 
 runs; a crashed worker or web process stops renewing and its slot frees within the lease time.
 The scripts touch several keys, so this needs one Redis (not Redis Cluster), as the app does.
 
+A new turn's admission (Admission.admit) runs both in one script, one round trip a message:
+the address's request window when the message is also a request (an SSE start), the caps,
+then the message windows; the turn's terminal frame frees its slot (shared/frames.py).
+
 If Redis cannot be reached, every check raises Unavailable (503): the service refuses turns
 rather than serve without limits.
 """
@@ -240,17 +244,34 @@ class Limiter:
                       client_addr: str | None = None) -> None:
         """Check one message against length, per-user, per-address, global and daily limits;
         then count it."""
+        self.check_length(message, lang)
+        rules = self.message_rules(user, client_addr)
+        args: list[float | int] = [time.time()]
+        for rule in rules:
+            args += [rule.item.amount, rule.item.get_expiry()]
+        try:
+            refused, entry = self._all_windows(keys=self.window_keys(rules), args=args)
+        except _STORE_ERRORS as exc:
+            raise _unavailable(lang) from exc
+        if int(refused):
+            raise self.window_refusal(rules[int(refused) - 1], entry, lang)
+
+    def check_length(self, message: str, lang: str) -> None:
+        """Raise TooLarge for a message over the length limit (local: no Redis)."""
+        if len(message) <= self._max_chars:
+            return
         cs = _czech(lang)
-        # Local and free: before any Redis round trip.
-        if len(message) > self._max_chars:
-            if cs:
-                text = (f"Vaše zpráva má {_grouped(len(message), cs)} "
-                        f"{_cs_form(len(message), ('znak', 'znaky', 'znaků'))}, povolené "
-                        f"maximum je {_grouped(self._max_chars, cs)}. Zkraťte ji prosím.")
-            else:
-                text = (f"Your message is {_grouped(len(message), cs)} characters long; the "
-                        f"limit is {_grouped(self._max_chars, cs)}. Please shorten it.")
-            raise TooLarge(f"message of {len(message)} characters", public_message=text)
+        if cs:
+            text = (f"Vaše zpráva má {_grouped(len(message), cs)} "
+                    f"{_cs_form(len(message), ('znak', 'znaky', 'znaků'))}, povolené "
+                    f"maximum je {_grouped(self._max_chars, cs)}. Zkraťte ji prosím.")
+        else:
+            text = (f"Your message is {_grouped(len(message), cs)} characters long; the "
+                    f"limit is {_grouped(self._max_chars, cs)}. Please shorten it.")
+        raise TooLarge(f"message of {len(message)} characters", public_message=text)
+
+    def message_rules(self, user: str, client_addr: str | None) -> tuple[_Rule, ...]:
+        """A message's windows in refusal order: user, address, global, daily."""
         user_rule = _Rule("user", self._per_user, keys.rate_user(user))
         shared = [_Rule("global", self._global, keys.RATE_GLOBAL)]
         if self._daily is not None:
@@ -259,20 +280,21 @@ class Limiter:
             # Shared by everyone behind the address.
             shared.append(_Rule("client", self._per_client_message,
                                 keys.rate_client_message(address_bucket(client_addr))))
-        rules = (user_rule, *reversed(shared))  # refusal order: user, address, global, daily
-        args: list[float | int] = [time.time()]
-        for rule in rules:
-            args += [rule.item.amount, rule.item.get_expiry()]
-        try:
-            refused, entry = self._all_windows(
-                keys=[self._storage.prefixed_key(r.item.key_for(*r.scope)) for r in rules],
-                args=args)
-        except _STORE_ERRORS as exc:
-            raise _unavailable(lang) from exc
-        if int(refused):
-            rule = rules[int(refused) - 1]
-            # The refusing list is full: its last entry is the oldest hit in the window.
-            raise self._refusal(rule, lang, float(entry) + rule.item.get_expiry())
+        return (user_rule, *reversed(shared))
+
+    def request_rule(self, client_addr: str) -> _Rule:
+        """The per-address request window (ticket requests, SSE starts)."""
+        return _Rule("client", self._per_client, keys.rate_client(address_bucket(client_addr)))
+
+    def window_keys(self, rules: tuple[_Rule, ...]) -> list[str]:
+        """The Redis keys of rules' moving-window lists (the `limits` storage's names)."""
+        return [self._storage.prefixed_key(r.item.key_for(*r.scope)) for r in rules]
+
+    def window_refusal(self, rule: _Rule, oldest: bytes | str | float, lang: str
+                       ) -> RateLimited:
+        """The 429 of a full window whose oldest entry is `oldest`."""
+        # The refusing list is full: its last entry is the oldest hit in the window.
+        return self._refusal(rule, lang, float(oldest) + rule.item.get_expiry())
 
     def _refusal(self, rule: _Rule, lang: str, reset_time: float | None = None) -> RateLimited:
         """The 429 for a refused rule, with retry_after from the moving window's reset time."""
@@ -362,6 +384,59 @@ redis.call('PEXPIREAT', KEYS[4], deadline)
 return 0
 """
 
+# A new turn's admission, every limit in one atomic step (one round trip per message).
+# KEYS: the address's request window (when ARGV[2] is 1), the message windows in refusal
+# order, then the acquire script's four keys. ARGV: now (epoch s), 1 or 0 (a request window
+# first), the number of windows w, limit and expiry (s) per window, then the acquire script's
+# five arguments. Returns {0, 0, ''} when admitted; else {1, 1, oldest} (request window full),
+# {2, cap, ''} (a cap full: 1 user, 2 process, 3 cluster) or {3, i, oldest} (message window i).
+_ADMIT_LUA = _NOW_MS + _EXPIRE_SETS + """
+local stamp = ARGV[1]
+local t = tonumber(stamp)
+local req = tonumber(ARGV[2])
+local w = tonumber(ARGV[3])
+local function oldest_if_full(i)
+  local limit, expiry = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
+  local entry = redis.call('LINDEX', KEYS[i], limit - 1)
+  if entry and tonumber(entry) >= t - expiry then return entry end
+  return false
+end
+local function hit(i)
+  redis.call('LPUSH', KEYS[i], stamp)
+  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[2 + 2 * i]) - 1)
+  redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3 + 2 * i]))
+end
+-- The request counts whatever becomes of the message, as a ticket request does.
+if req == 1 then
+  local entry = oldest_if_full(1)
+  if entry then return {1, 1, entry} end
+  hit(1)
+end
+-- The slot before the quotas: a turn refused as busy uses up no message quota.
+local s, a = w, 4 + 2 * w
+local turn = ARGV[a]
+for i = 1, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[s + i], '-inf', now) end
+if not redis.call('ZSCORE', KEYS[s + 3], turn) then
+  if redis.call('ZCARD', KEYS[s + 1]) >= tonumber(ARGV[a + 2]) then return {2, 1, ''} end
+  if redis.call('ZCARD', KEYS[s + 2]) >= tonumber(ARGV[a + 3]) then return {2, 2, ''} end
+  local total = tonumber(ARGV[a + 4])
+  if total > 0 and redis.call('ZCARD', KEYS[s + 3]) >= total then return {2, 3, ''} end
+end
+for i = req + 1, w do
+  local entry = oldest_if_full(i)
+  if entry then return {3, i - req, entry} end
+end
+for i = req + 1, w do hit(i) end
+local deadline = now + tonumber(ARGV[a + 1])
+for i = 1, 3 do
+  redis.call('ZADD', KEYS[s + i], deadline, turn)
+  expire_at_last(KEYS[s + i])
+end
+redis.call('HSET', KEYS[s + 4], 'user', KEYS[s + 1], 'proc', KEYS[s + 2])
+redis.call('PEXPIREAT', KEYS[s + 4], deadline)
+return {0, 0, ''}
+"""
+
 # KEYS: holder hash, cluster set. ARGV: turn. The user and process sets are named in the
 # holder hash (one round trip instead of a read and then a MULTI).
 _RELEASE_LUA = """
@@ -418,14 +493,25 @@ class Leases:
     def acquire(self, user: str, turn: str, process_id: str, lang: str = "en") -> None:
         """Take an in-flight slot for a turn, or raise RateLimited (429) when a cap is full."""
         try:
-            refused = int(self._acquire(
-                keys=[keys.slots_user(user), keys.slots_process(process_id), keys.SLOTS_ALL,
-                      keys.slot_holder(turn)],
-                args=[turn, self._lease_ms, self._per_user, self._per_process, self._total]))
+            refused = int(self._acquire(keys=self.cap_keys(user, turn, process_id),
+                                        args=self.cap_args(turn)))
         except redis.RedisError as exc:
             raise _unavailable(lang) from exc
-        if refused == 0:
-            return
+        if refused:
+            raise self.refusal(refused, lang)
+
+    def cap_args(self, turn: str) -> list[str | int]:
+        """The acquire script's arguments after its keys: turn, lease ms and the caps."""
+        return [turn, self._lease_ms, self._per_user, self._per_process, self._total]
+
+    @staticmethod
+    def cap_keys(user: str, turn: str, process_id: str) -> list[str]:
+        """The acquire script's keys: user, process and cluster sets, then the holder hash."""
+        return [keys.slots_user(user), keys.slots_process(process_id), keys.SLOTS_ALL,
+                keys.slot_holder(turn)]
+
+    def refusal(self, refused: int, lang: str) -> RateLimited:
+        """The 429 of a full cap: 1 user, 2 process, 3 cluster."""
         cs = _czech(lang)
         if refused == 1:
             n = self._per_user
@@ -440,7 +526,7 @@ class Leases:
                     "The assistant is busy answering other questions. ")
             text += _again(BUSY_RETRY_AFTER_S, cs)
         scope = {1: "user", 2: "process", 3: "cluster"}[refused]
-        raise RateLimited(f"{scope} in-flight cap", retry_after=BUSY_RETRY_AFTER_S,
+        return RateLimited(f"{scope} in-flight cap", retry_after=BUSY_RETRY_AFTER_S,
                           public_message=text)
 
     def renew(self, turn: str) -> bool:
@@ -464,3 +550,40 @@ class Leases:
             # Release usually runs in a `finally` while another error is in flight; raising
             # here would mask it, and the slot frees itself at its deadline anyway.
             log.warning("could not release in-flight slot; it frees when its lease runs out")
+
+
+class Admission:
+    """Every limit of a new turn in one round trip: the address's request window (optional),
+    the in-flight caps and the message windows, all or nothing after the request count."""
+
+    def __init__(self, limiter: Limiter, leases: Leases, client: redis.Redis) -> None:
+        """Share the limiter's and the leases' settings; the script loads on first use."""
+        self.limiter = limiter
+        self.leases = leases
+        self._admit = client.register_script(_ADMIT_LUA)
+
+    def admit(self, user: str, message: str, turn: str, process_id: str, lang: str = "en",
+              client_addr: str | None = None, request_addr: str | None = None) -> None:
+        """Take a slot for turn and count its message (and, given request_addr, the request);
+        raise TooLarge, RateLimited, or Unavailable when Redis is down."""
+        self.limiter.check_length(message, lang)
+        rules = self.limiter.message_rules(user, client_addr)
+        request = self.limiter.request_rule(request_addr) if request_addr is not None else None
+        windows = rules if request is None else (request, *rules)
+        args: list[float | int | str] = [time.time(), len(windows) - len(rules), len(windows)]
+        for rule in windows:
+            args += [rule.item.amount, rule.item.get_expiry()]
+        args += self.leases.cap_args(turn)
+        try:
+            kind, index, entry = self._admit(
+                keys=[*self.limiter.window_keys(windows),
+                      *Leases.cap_keys(user, turn, process_id)], args=args)
+        except _STORE_ERRORS as exc:
+            raise _unavailable(lang) from exc
+        kind, index = int(kind), int(index)
+        if kind == 1 and request is not None:
+            raise self.limiter.window_refusal(request, entry, lang)
+        if kind == 2:
+            raise self.leases.refusal(index, lang)
+        if kind == 3:
+            raise self.limiter.window_refusal(rules[index - 1], entry, lang)

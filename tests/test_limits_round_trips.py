@@ -1,5 +1,6 @@
-"""The per-message limit checks cost one Redis round trip each: check_message (every window, in
-one script), acquire and release of the in-flight slot. bench/limits_cost.py times them."""
+"""A message's limit checks cost two Redis round trips all told: its admission (the address's
+request window, the in-flight caps and every message window, in one script) and the slot's
+release. bench/limits_cost.py times them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import redis
 from assistant_cli import stack
 from shared.config import settings_from_env
 from shared.errors import RateLimited
-from shared.limits import Leases, Limiter
+from shared.limits import Admission, Leases, Limiter
 from tests.conftest import redis_url
 
 SENDS = [0]
@@ -27,7 +28,7 @@ class CountingConnection(redis.Connection):
 
 
 @pytest.fixture()
-def counted(services: stack.Supervisor) -> Iterator[tuple[Limiter, Leases]]:
+def counted(services: stack.Supervisor) -> Iterator[tuple[Limiter, Leases, Admission]]:
     url = redis_url(5)
     settings = settings_from_env({"ASSISTANT_PROFILE": "test", "ASSISTANT_REDIS_URL": url,
                                   "ASSISTANT_USER_MESSAGE_LIMIT": "2/hour",
@@ -36,11 +37,15 @@ def counted(services: stack.Supervisor) -> Iterator[tuple[Limiter, Leases]]:
         url, connection_class=CountingConnection))
     client.flushdb()
     limiter, leases = Limiter(settings, client), Leases(settings, client)
+    admission = Admission(limiter, leases, client)
     limiter.check_message("warm-up", "hi")  # scripts loaded once per Redis
     leases.acquire("warm-up", "t0", "p")
     leases.release("t0")
+    admission.admit("warm-up", "hi", "t00", "p")
+    leases.release("t00")
+    client.flushdb()  # the scripts stay loaded; the windows start empty
     try:
-        yield limiter, leases
+        yield limiter, leases, admission
     finally:
         client.flushdb()
 
@@ -51,25 +56,46 @@ def sends(fn: Any) -> int:
     return SENDS[0] - before
 
 
-def test_a_message_costs_three_round_trips_all_told(counted: tuple[Limiter, Leases]) -> None:
-    limiter, leases = counted
-    assert sends(lambda: limiter.check_message("alice", "How does it work?")) == 1
-    assert sends(lambda: leases.acquire("alice", "t1", "p")) == 1
+def test_a_message_costs_two_round_trips_all_told(
+        counted: tuple[Limiter, Leases, Admission]) -> None:
+    _, leases, admission = counted
+    assert sends(lambda: admission.admit("alice", "How does it work?", "t1", "p", "en",
+                                         "192.0.2.1", "192.0.2.1")) == 1
     assert sends(lambda: leases.release("t1")) == 1
 
 
+def test_the_admission_script_refuses_without_consuming_anything(
+        counted: tuple[Limiter, Leases, Admission]) -> None:
+    _, leases, admission = counted
+    admission.admit("dave", "one", "d1", "p")
+    leases.release("d1")
+    admission.admit("dave", "two", "d2", "p")
+    leases.release("d2")
+    with pytest.raises(RateLimited) as refused:
+        admission.admit("dave", "three", "d3", "p")
+    assert "2 messages" in refused.value.public_message
+    assert leases.renew("d3") is False  # the refused turn holds no slot
+    # Daily cap 4 holds dave's two: his refused third took nothing, so erin gets the last two.
+    admission.admit("erin", "one", "e1", "p")
+    admission.admit("erin", "two", "e2", "p")
+    with pytest.raises(RateLimited) as daily:
+        admission.admit("frank", "one", "f1", "p")
+    assert "a day" in daily.value.public_message
+
+
 def test_the_one_script_refuses_without_consuming_anything(
-        counted: tuple[Limiter, Leases]) -> None:
-    limiter, _ = counted
+        counted: tuple[Limiter, Leases, Admission]) -> None:
+    limiter, _, _ = counted
     limiter.check_message("bob", "one")
     limiter.check_message("bob", "two")
     with pytest.raises(RateLimited) as refused:
         limiter.check_message("bob", "three")
     assert 3590 <= refused.value.retry_after <= 3600
     assert "2 messages" in refused.value.public_message
-    # The daily cap (4, shared by everyone) holds the warm-up and bob's two: bob's refused
-    # third took nothing from it, so carol gets the last one, then the cap refuses her.
+    # The daily cap (4, shared by everyone) holds bob's two: his refused third took nothing
+    # from it, so carol gets the last two, then the cap refuses dan.
     limiter.check_message("carol", "one")
+    limiter.check_message("carol", "two")
     with pytest.raises(RateLimited) as daily:
-        limiter.check_message("carol", "two")
+        limiter.check_message("dan", "one")
     assert "a day" in daily.value.public_message

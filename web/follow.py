@@ -169,27 +169,22 @@ def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
 
 
 def admit_turn(settings: Settings, user: str, message: str,
-               client_addr: str | None = None) -> str:
+               client_addr: str | None = None, count_request: bool = False) -> str:
     """Every limit of a new turn, before any app API or model call: its id, holding a slot.
 
-    The message quotas (per user, per client address, global, daily), then an in-flight slot
-    (a lease the worker renews while the turn runs).
+    One round trip: the client address's request window when count_request (an SSE start is
+    a request and a message at once), an in-flight slot (a lease the worker renews while the
+    turn runs), then the message quotas (per user, per client address, global, daily).
     """
-    from web.guard import leases, limiter, process_id
+    from web.guard import admission, process_id
 
     turn = uuid.uuid4().hex
     lang = detect_language(message)
-    # The slot first: a turn refused as busy must not use up the user's message quota.
     try:
-        leases(settings).acquire(user, turn, process_id(), lang)
+        admission(settings).admit(user, message, turn, process_id(), lang, client_addr,
+                                  client_addr if count_request else None)
     except AssistantError as exc:
         TURN_STARTS.labels(type(exc).__name__.lower()).inc()
-        raise
-    try:
-        limiter(settings).check_message(user, message, lang, client_addr)
-    except AssistantError as exc:
-        TURN_STARTS.labels(type(exc).__name__.lower()).inc()
-        leases(settings).release(turn)
         raise
     TURN_STARTS.labels("accepted").inc()
     return turn
@@ -235,10 +230,12 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
 
 def open_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
               app_token: str, fields: dict[str, Any], client_addr: str | None,
-              sink: Any = None) -> tuple[Subscription, TurnFollower]:
+              sink: Any = None, count_request: bool = False
+              ) -> tuple[Subscription, TurnFollower]:
     """A new turn: every limit first, then the project read with the user's token, then
     start_turn. A user over a quota causes no app API call."""
-    turn = admit_turn(settings, user, str(fields.get("message", "")), client_addr)
+    turn = admit_turn(settings, user, str(fields.get("message", "")), client_addr,
+                      count_request)
     try:
         fields = project_fields(settings, app_token, fields)
     except BaseException:

@@ -11,7 +11,7 @@ from functools import lru_cache
 from flask import request
 
 from shared.config import Settings
-from shared.limits import Leases, Limiter, StreamSlots
+from shared.limits import Admission, Leases, Limiter, StreamSlots
 from shared.redis_client import redis_client
 from web.client_addr import IPNetwork, client_address, parse_networks
 
@@ -28,6 +28,12 @@ def limiter(settings: Settings) -> Limiter:
 def leases(settings: Settings) -> Leases:
     """The in-flight slot leases of these settings."""
     return Leases(settings, redis_client(settings))
+
+
+@lru_cache(maxsize=4)
+def admission(settings: Settings) -> Admission:
+    """A new turn's limits in one round trip (request window, caps, message windows)."""
+    return Admission(limiter(settings), leases(settings), redis_client(settings))
 
 
 @lru_cache(maxsize=4)

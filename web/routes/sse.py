@@ -72,7 +72,8 @@ def chat_stream() -> Response:
 
     check_origin()
     s = settings()
-    limiter(s).check_request(current_client(s), preferred_lang())
+    # The address's request window is counted with the message's limits, in one round trip
+    # (a request refused here before that, by its token or body, touched no shared state).
     token = bearer_token()
     user = verify_access_token(token, s.app_jwt_secret)
     body = json_body()
@@ -80,7 +81,7 @@ def chat_stream() -> Response:
         raise BadRequest("bad body", public_message="The request body must be a JSON object.")
     relay = relay_for_process()
     sub, follower = open_turn(redis_client(s), s, relay, user, token, parse_ask(body, s),
-                              current_client(s))
+                              current_client(s), count_request=True)
     return sse_response(stream(relay, sub, follower, []))
 
 
