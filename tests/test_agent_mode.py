@@ -35,7 +35,7 @@ from tests.test_panel_browser import (
 )
 from tests.test_turn_streaming import receive, tokens_after_last_restart, trace_row
 from tests.wsutil import app_token, get_ticket
-from web.routes.ws import parse_ask
+from web.protocol import parse_ask
 from worker.pipeline.agent import MAX_TOOL_CALLS, choose_mode
 from worker.pipeline.tools import tool_schemas
 from worker.pipeline.types import TurnRequest

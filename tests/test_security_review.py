@@ -88,7 +88,7 @@ def test_item7_history_entry_of_100kb_is_refused_on_the_server(scripted_stack: S
 
 def test_item7_history_is_bounded_to_20_messages_and_6000_chars_on_the_server() -> None:
     from shared.config import Settings
-    from web.routes.ws import parse_ask
+    from web.protocol import parse_ask
 
     history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "w" * 500}
                for i in range(30)]

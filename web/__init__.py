@@ -3,24 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 from flask import Flask
 
 from shared.config import Settings, get_settings
-from shared.redis_client import redis_client
-from web.relay import Relay
-
-_relay: tuple[int, Relay] | None = None
-
-
-def relay_for_process() -> Relay:
-    """This process's relay, created after fork on first use."""
-    global _relay
-    if _relay is None or _relay[0] != os.getpid():
-        _relay = (os.getpid(), Relay(redis_client(get_settings())))
-    return _relay[1]
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:

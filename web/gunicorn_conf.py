@@ -54,7 +54,7 @@ def on_starting(server: Any) -> None:
 
 def post_worker_init(worker: Any) -> None:
     """Open the broker connection and the relay's subscription before the first user."""
-    from web import relay_for_process
+    from web.process_relay import relay_for_process
     from web.queue import turn_queue
 
     try:

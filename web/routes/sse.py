@@ -15,14 +15,14 @@ from typing import Any
 from flask import Blueprint, Response, request, stream_with_context
 
 from shared.auth import verify_access_token
-from shared.errors import BadRequest
 from shared.frames import encode
 from shared.redis_client import redis_client
 from web.auth import bearer_token, bearer_user, check_origin, json_body, settings
 from web.follow import TurnFollower, follow_existing, open_turn
 from web.guard import current_client, limiter, preferred_lang, stream_slots
+from web.process_relay import relay_for_process
+from web.protocol import TICK_S, parse_ask, parse_last_event_id
 from web.relay import Relay, Subscription
-from web.routes.ws import TICK_S, parse_ask
 
 bp = Blueprint("sse", __name__)
 
@@ -68,19 +68,15 @@ def sse_response(body: Iterator[str]) -> Response:
 @bp.post("/api/v1/assistant/chat/stream")
 def chat_stream() -> Response:
     """Start a turn (the ask frame's fields as JSON) and stream it."""
-    from web import relay_for_process
-
     check_origin()
     s = settings()
     # The address's request window is counted with the message's limits, in one round trip
     # (a request refused here before that, by its token or body, touched no shared state).
     token = bearer_token()
     user = verify_access_token(token, s.app_jwt_secret)
-    body = json_body()
-    if not isinstance(body, dict):
-        raise BadRequest("bad body", public_message="The request body must be a JSON object.")
+    fields = parse_ask(json_body(), s)
     relay = relay_for_process()
-    sub, follower = open_turn(redis_client(s), s, relay, user, token, parse_ask(body, s),
+    sub, follower = open_turn(redis_client(s), s, relay, user, token, fields,
                               current_client(s), count_request=True)
     return sse_response(stream(relay, sub, follower, []))
 
@@ -88,23 +84,17 @@ def chat_stream() -> Response:
 @bp.get("/api/v1/assistant/turns/<turn>/events")
 def turn_events(turn: str) -> Response:
     """Resume a turn's stream after Last-Event-ID (or ?after=), then follow it live."""
-    from web import relay_for_process
-
     check_origin()
     s = settings()
     limiter(s).check_request(current_client(s), preferred_lang())
     user = bearer_user()
-    raw = request.headers.get("Last-Event-ID", request.args.get("after", "-1"))
-    try:
-        after = int(raw)
-    except ValueError:
-        raise BadRequest("bad last event id",
-                         public_message="Last-Event-ID must be a number.") from None
+    after = parse_last_event_id(
+        request.headers.get("Last-Event-ID", request.args.get("after", "-1")))
     relay = relay_for_process()
     slots, slot = stream_slots(s), uuid.uuid4().hex
     slots.acquire(user, slot)
     try:
-        sub, follower = follow_existing(redis_client(s), s, relay, user, turn, max(-1, after))
+        sub, follower = follow_existing(redis_client(s), s, relay, user, turn, after)
     except BaseException:
         slots.release(user, slot)
         raise

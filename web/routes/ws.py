@@ -3,10 +3,8 @@ accepted, event, token, restart, done | error, ping from the server."""
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
-import re
 import threading
 import time
 from typing import Any
@@ -16,30 +14,22 @@ from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
 from shared import turns
-from shared.config import MODES, Settings
-from shared.errors import (
-    AssistantError,
-    BadRequest,
-    NotFound,
-    RateLimited,
-    TooLarge,
-    Unavailable,
-)
+from shared.config import Settings
+from shared.errors import AssistantError, NotFound, RateLimited, Unavailable
 from shared.frames import encode
-from shared.history import MAX_ENTRY_CHARS, bound_history
 from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
 from web.errors import ws_error
 from web.follow import TurnFollower, follow_existing, open_turn, owns
 from web.guard import current_client
+from web.process_relay import relay_for_process
+from web.protocol import TICK_S, decode_frame, frame_type, parse_ask, parse_cancel, parse_resume
 from web.relay import Relay, Subscription
 from web.sock import sock
 from web.tickets import TicketGrant, consume_ticket
 
 WS_PATH = "/api/v1/assistant/ws"
-MAX_HISTORY = 50
-TICK_S = 1.0
 # Close code when the app token the socket was opened with expires (4000-4999: ours).
 CLOSE_TOKEN_EXPIRED = 4401
 TOKEN_EXPIRED_REASON = "Your sign-in has expired. Get a new token and reconnect."
@@ -55,70 +45,6 @@ def _authorize_upgrade() -> None:
     check_origin()
     g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
     g.ws_client = current_client(settings())  # asks are counted per address too
-
-
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def _clean_text(value: str) -> bool:
-    """True for text we can carry safely: valid UTF-8 (no lone surrogates), no control
-    characters other than tab and line breaks."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return not CONTROL.search(value)
-
-
-def parse_ask(frame: dict[str, Any], s: Settings) -> dict[str, Any]:
-    """Validate an ask frame; returns the clean fields or raises BadRequest/TooLarge."""
-    message = frame.get("message")
-    if not isinstance(message, str) or not message.strip():
-        raise BadRequest("empty message", public_message="Please type a question.")
-    if not _clean_text(message):
-        raise BadRequest("bad characters", public_message=(
-            "The message contains characters that cannot be used."))
-    if len(message) > s.max_message_chars:
-        raise TooLarge("message too long", public_message=(
-            f"The message is too long (at most {s.max_message_chars} characters)."))
-    history = frame.get("history") or []
-    if not isinstance(history, list) or len(history) > MAX_HISTORY or not all(
-            isinstance(m, dict) and m.get("role") in ("user", "assistant")
-            and isinstance(m.get("content"), str) and _clean_text(m["content"])
-            for m in history):
-        raise BadRequest("bad history", public_message="The conversation history is not valid.")
-    if any(len(m["content"]) > MAX_ENTRY_CHARS for m in history):
-        raise TooLarge("history entry too long", public_message=(
-            "A message in the conversation history is too long."))
-    project_id = frame.get("project_id")
-    if project_id is not None and (not isinstance(project_id, str) or len(project_id) > 64
-                                   or not _clean_text(project_id)):
-        raise BadRequest("bad project id", public_message="The project id is not valid.")
-    return {"message": message.strip(),
-            "history": bound_history(history),
-            "project_id": project_id, **parse_mode(frame, s)}
-
-
-def parse_mode(frame: dict[str, Any], s: Settings) -> dict[str, str]:
-    """The per-turn mode override (B-20): only in the dev profile, else the server's setting."""
-    mode = frame.get("mode")
-    if mode is None:
-        return {}
-    if s.profile != "dev":
-        raise BadRequest("mode override", public_message=(
-            "The mode is set on the server; choosing it per message is only for development."))
-    if mode not in MODES:
-        raise BadRequest("bad mode", public_message="The mode must be workflow, agent or hybrid.")
-    return {"mode": mode}
-
-
-def parse_resume(frame: dict[str, Any]) -> tuple[str, int]:
-    """(turn, after) of a resume frame."""
-    turn, after = frame.get("turn"), frame.get("after", -1)
-    if not isinstance(turn, str) or not turn or isinstance(after, bool) or not isinstance(
-            after, int) or after < -1:
-        raise BadRequest("bad resume", public_message="The resume request is not valid.")
-    return turn, after
 
 
 class Session:
@@ -232,15 +158,8 @@ class Session:
         """Handle one client frame; errors become error frames and the socket stays open."""
         frame: Any = None
         try:
-            if not isinstance(raw, str):
-                raise BadRequest("binary frame", public_message="Frames must be JSON text.")
-            try:
-                frame = json.loads(raw)
-            except (ValueError, RecursionError):
-                raise BadRequest("bad json", public_message="The frame is not valid JSON.") from None
-            if not isinstance(frame, dict):
-                raise BadRequest("not an object", public_message="The frame is not valid JSON.")
-            kind = frame.get("type")
+            frame = decode_frame(raw)
+            kind = frame_type(frame)
             if kind == "ask":
                 fields = parse_ask(frame, self.settings)
                 self.ensure_idle()
@@ -259,11 +178,9 @@ class Session:
                 log.info("turn %s: resumed over WebSocket after seq %d", turn, after)
                 self.relay_frames(self.follower.catch_up())
             elif kind == "cancel":
-                self.cancel(frame.get("turn"))
-            elif kind == "ping":
-                self.send({"type": "pong"})
+                self.cancel(parse_cancel(frame))
             else:
-                raise BadRequest("unknown type", public_message="Unknown frame type.")
+                self.send({"type": "pong"})
         except AssistantError as exc:
             ref: Any = frame.get("turn") if isinstance(frame, dict) and frame.get(
                 "type") != "ask" else None
@@ -276,10 +193,8 @@ class Session:
                               public_message="Please wait for the current answer to finish.")
         self.end_turn()
 
-    def cancel(self, turn: Any) -> None:
+    def cancel(self, turn: str) -> None:
         """Ask the worker to stop a turn of this user (it answers with an error frame 499)."""
-        if not isinstance(turn, str) or not turn:
-            raise BadRequest("bad cancel", public_message="The cancel request is not valid.")
         if not owns(self.redis, self.user, turn):
             raise NotFound("unknown turn", public_message="This answer is not running.")
         try:
@@ -324,8 +239,6 @@ class Session:
 @sock.route(WS_PATH, bp=bp)
 def assistant_ws(ws: Any) -> None:
     """The WebSocket handler; per-connection errors are caught here, at its edge."""
-    from web import relay_for_process
-
     session = Session(ws, g.ws_grant, settings(), relay_for_process(), g.get("ws_client"))
     OPEN_SOCKETS.inc()
     try:
