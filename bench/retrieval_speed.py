@@ -20,11 +20,12 @@ import time
 import numpy as np
 
 from assistant_cli import stack
-from corpus_jobs.build import Passage, _swap, _write_staging, collect, ensure_schema
+from corpus_jobs.build import _swap, _write_staging, collect, ensure_schema
 from corpus_jobs.manifest import load_manifest
 from shared import corpus_store
 from shared.config import get_settings
 from shared.models import embed
+from shared.passage import Passage
 from worker.evaluation import load_questions
 from worker.pipeline.retrieve import fuse, lexical_index, tokenize
 

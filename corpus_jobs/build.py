@@ -28,29 +28,11 @@ from corpus_jobs.manifest import Manifest
 from shared import corpus_store
 from shared.config import Settings
 from shared.models import embed
+from shared.passage import Passage
 
 CHUNK_SIZE = 500
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A passage ready to store; `index_text` is what search sees, `text` what the model sees."""
-
-    id: str
-    source: str
-    title: str
-    section: str
-    lang: str
-    text: str
-    index_text: str
-    local: bool
-
-    @property
-    def content_hash(self) -> str:
-        """Hash of what gets embedded, the key of the embedding cache."""
-        return hashlib.sha256(self.index_text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from shared.errors import IndexMissing, Unavailable
+from shared.passage import PASSAGE_COLUMNS, Passage
 
 LIVE_TABLE = "passages"
 STAGING_TABLE = "passages_staging"
@@ -50,23 +51,6 @@ class IndexInfo:
     passages: int
 
 
-@dataclass(frozen=True)
-class StoredPassage:
-    """One passage as stored; `text` is what the answer model sees."""
-
-    id: str
-    source: str
-    title: str
-    section: str
-    lang: str
-    text: str
-    index_text: str
-    local: bool
-
-
-PASSAGE_COLUMNS = "id, source, title, section, lang, text, index_text, local"
-
-
 def connect(dsn: str, **kwargs: Any) -> psycopg.Connection:
     """Open a connection with pgvector types registered; maps failures to Unavailable."""
     try:
@@ -91,10 +75,10 @@ def current_index(conn: psycopg.Connection) -> IndexInfo:
     return IndexInfo(*row)
 
 
-def all_passages(conn: psycopg.Connection) -> list[StoredPassage]:
+def all_passages(conn: psycopg.Connection) -> list[Passage]:
     """Every passage of the live index, in a stable order (for BM25)."""
     rows = conn.execute(f"SELECT {PASSAGE_COLUMNS} FROM {LIVE_TABLE} ORDER BY id").fetchall()
-    return [StoredPassage(*r) for r in rows]
+    return [Passage(*r) for r in rows]
 
 
 def dense_search(conn: psycopg.Connection, vector: list[float], k: int,

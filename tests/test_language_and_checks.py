@@ -8,7 +8,8 @@ from shared.language import detect_language
 from worker.pipeline.checks import check_citations
 from worker.pipeline.prompt import build_messages, language_line, trim_history
 from worker.pipeline.retrieve import fuse, tokenize
-from worker.pipeline.types import Message, Passage, Retrieval
+from shared.passage import Passage
+from worker.pipeline.types import Message, Retrieval
 
 
 @pytest.mark.parametrize("text, lang", [
@@ -64,8 +65,9 @@ def test_history_is_trimmed_and_answers_lose_markers() -> None:
 
 
 def test_prompt_numbers_passages_and_adds_language_line_only_when_sure() -> None:
-    r = Retrieval((Passage("p1", "docs/a.md", "A", "# A", "alpha text", False, 0.1),
-                   Passage("p2", "docs/b.md", "B", "# B", "beta text", False, 0.1)), "v1", "q")
+    r = Retrieval((Passage("p1", "docs/a.md", "A", "# A", "en", "alpha text", "", False, 0.1),
+                   Passage("p2", "docs/b.md", "B", "# B", "en", "beta text", "", False, 0.1)),
+                  "v1", "q")
     msgs = build_messages("Jak funguje vyhledávání?", (), r, "cs")
     system = msgs[0]["content"]
     assert "[1] A — # A" in system and "[2] B — # B" in system

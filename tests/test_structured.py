@@ -14,13 +14,14 @@ from tests.conftest import WEB_PORT, Stack, port, redis_url, scripted_roles, set
 from tests.properties import for_each_seed
 from tests.wsutil import app_token
 from worker.pipeline.structured import SCHEMA, AnswerFieldStream, verify
-from worker.pipeline.types import Passage, Retrieval
+from shared.passage import Passage
+from worker.pipeline.types import Retrieval
 
 RETRIEVAL = Retrieval((
-    Passage("p1", "docs/method.md", "Method", "# Method", "The best compromise is the\n"
-            "midpoint of the mean and the median.", False, 0.1),
-    Passage("p2", "docs/user/result.md", "Result", "# Result", "A low maximum error means "
-            "the mean and median are close.", False, 0.1)), "v1", "q")
+    Passage("p1", "docs/method.md", "Method", "# Method", "en", "The best compromise is the\n"
+            "midpoint of the mean and the median.", "", False, 0.1),
+    Passage("p2", "docs/user/result.md", "Result", "# Result", "en", "A low maximum error "
+            "means the mean and median are close.", "", False, 0.1)), "v1", "q")
 
 
 def test_answer_field_streams_exactly_whatever_the_splits() -> None:

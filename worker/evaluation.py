@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.corpus_store import StoredPassage
+from shared.passage import Passage
 from shared.language import detect_language
 from worker.pipeline.retrieve import RetrievalConfig, rank
 
@@ -81,7 +81,7 @@ def _key_within(inner: str, outer: str) -> bool:
     return inner == outer or inner.startswith(outer + ".") or inner.startswith(outer + "[")
 
 
-def location_matches(p: StoredPassage, source: str, location: str) -> bool:
+def location_matches(p: Passage, source: str, location: str) -> bool:
     """Whether a passage is the expected location of `source`.
 
     Markdown: the heading path ends with the location, or lies inside that section.
@@ -109,7 +109,7 @@ def location_matches(p: StoredPassage, source: str, location: str) -> bool:
     return parts[-len(want):] == want or parts[:len(want)] == want
 
 
-def first_hit(ranked: Sequence[StoredPassage], q: Question) -> int | None:
+def first_hit(ranked: Sequence[Passage], q: Question) -> int | None:
     """1-based rank of the first passage matching any target, else None."""
     for i, p in enumerate(ranked, start=1):
         if any(location_matches(p, s, loc) for s, loc in q.targets):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.config import ModelRole
+from shared.passage import Passage
 from worker.eval_answers import report, run, seal, stats
 from worker.eval_answers.questions import (
     AnswerQuestion,
@@ -17,7 +18,7 @@ from worker.eval_answers.questions import (
     load_answer_questions,
 )
 from worker.pipeline.prompt import build_messages
-from worker.pipeline.types import Passage, Retrieval
+from worker.pipeline.types import Retrieval
 
 SEED = 20261130
 
@@ -61,8 +62,9 @@ def estimated_usage(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, Any]
     if record.get("outcome") != "done" or usage.get("prompt_tokens"):
         return None
     passages = tuple(Passage(str(s.get("n")), s.get("source", ""), s.get("title", ""),
-                             s.get("section", ""), s.get("text", ""), bool(s.get("local")),
-                             float(s.get("score") or 0)) for s in record.get("sources") or [])
+                             s.get("section", ""), "", s.get("text", ""), "",
+                             bool(s.get("local")), float(s.get("score") or 0))
+                     for s in record.get("sources") or [])
     messages = build_messages(q.question, (), Retrieval(passages, "", q.question),
                               str(record.get("detected_language") or "unknown"))
     chars = sum(len(m["content"]) for m in messages)

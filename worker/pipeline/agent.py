@@ -18,11 +18,12 @@ import openai
 from shared.config import MODES, Settings
 from shared.errors import ModelError, TimedOut
 from shared.models import client_for
+from shared.passage import Passage
 from worker.emit import TurnEmitter
 from worker.pipeline.generate import Cancelled
 from worker.pipeline.prompt import language_line, prompt_text, trim_history
 from worker.pipeline.tools import ToolBox, ToolCall, execute, tool_schemas
-from worker.pipeline.types import Passage, Retrieval, TurnRequest
+from worker.pipeline.types import Retrieval, TurnRequest
 
 MAX_TOOL_CALLS = 4
 # A decision names tools, it does not answer: a short reply bounds what a chatty model costs.

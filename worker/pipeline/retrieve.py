@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import unicodedata
@@ -14,10 +15,10 @@ from rank_bm25 import BM25Okapi
 
 from shared import corpus_store
 from shared.config import Settings
-from shared.corpus_store import StoredPassage
 from shared.models import embed
+from shared.passage import Passage
 from worker.pipeline.lexicon import Lexicon, aligned_pairs, learn
-from worker.pipeline.types import Passage, Retrieval
+from worker.pipeline.types import Retrieval
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
 MODES = ("hybrid", "dense", "bm25")
@@ -114,10 +115,10 @@ class LexicalIndex:
     version: str
     folded: bool
     lemmas: bool
-    passages: tuple[StoredPassage, ...]
+    passages: tuple[Passage, ...]
     bm25: BM25Okapi
     langs: np.ndarray
-    by_id: dict[str, StoredPassage]
+    by_id: dict[str, Passage]
     postings: Postings
 
     def top(self, query: str, k: int, lang: str | None = None) -> list[tuple[str, float]]:
@@ -272,6 +273,6 @@ def retrieve(conn: psycopg.Connection, settings: Settings, query: str,
     version, ranked, lexical = rank(conn, settings, config, query, original, language=language)
     by_id = lexical.by_id
     passages = tuple(
-        Passage(p.id, p.source, p.title, p.section, p.text, p.local, round(score, 5))
+        dataclasses.replace(p, score=round(score, 5))
         for pid, score in ranked if (p := by_id.get(pid)) is not None)
     return Retrieval(passages, version, query)

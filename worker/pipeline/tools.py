@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from shared.passage import Passage
 from shared.project_sections import list_text
 from worker.pipeline.prompt import FENCE_TAG
-from worker.pipeline.types import Passage, Retrieval
+from worker.pipeline.types import Retrieval
 
 log = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 12000

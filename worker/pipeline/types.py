@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.errors import BadRequest
+from shared.passage import Passage
 
 
 @dataclass(frozen=True)
@@ -68,19 +69,6 @@ class TurnRequest:
         if self.tool_data is not None:
             out["tool_data"] = self.tool_data
         return out
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A retrieved passage with its fused rank score."""
-
-    id: str
-    source: str
-    title: str
-    section: str
-    text: str
-    local: bool
-    score: float
 
 
 @dataclass(frozen=True)
