@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from shared.language import detect_language
+from shared.passage import Passage
 from worker.pipeline.checks import check_citations
 from worker.pipeline.prompt import build_messages, language_line, trim_history
 from worker.pipeline.retrieve import fuse, tokenize
-from shared.passage import Passage
 from worker.pipeline.types import Message, Retrieval
 
 

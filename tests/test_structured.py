@@ -10,11 +10,11 @@ import pytest
 
 from assistant_cli import stack
 from assistant_cli.client import ask
+from shared.passage import Passage
 from tests.conftest import WEB_PORT, Stack, port, redis_url, scripted_roles, set_script, start_stack
 from tests.properties import for_each_seed
 from tests.wsutil import app_token
 from worker.pipeline.structured import SCHEMA, AnswerFieldStream, verify
-from shared.passage import Passage
 from worker.pipeline.types import Retrieval
 
 RETRIEVAL = Retrieval((

@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.passage import Passage
 from shared.language import detect_language
+from shared.passage import Passage
 from worker.pipeline.retrieve import RetrievalConfig, rank
 
 MRR_DEPTH = 10
