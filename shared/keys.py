@@ -51,9 +51,10 @@ def turn_cancel(turn: str) -> str:
     return f"{PREFIX}turn:{turn}:cancel"
 
 
-def turn_payload(turn: str) -> str:
-    """The task payload, kept so a turn whose worker died can be re-run once."""
-    return f"{PREFIX}turn:{turn}:payload"
+def turn_request(turn: str) -> str:
+    """The turn's TurnRequest (shared/turn_request.py): the worker reads it by turn id, and a
+    turn whose worker died is re-run once from it."""
+    return f"{PREFIX}turn:{turn}:request"
 
 
 def turn_rerun(turn: str) -> str:

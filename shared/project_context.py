@@ -25,6 +25,7 @@ from shared.method import (
     distance_from_compromise,
     peak_spread,
 )
+from shared.turn_request import grounding_numbers
 
 MAX_LISTED = 50
 LIMIT_PROJECT_NAME = 120
@@ -68,7 +69,6 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
                    re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 # A leading minus only where it cannot be a hyphen inside a word such as "COVID-19".
-_NUMBER = re.compile(r"(?:(?<![^\s(:;,])-)?\d+(?:\.\d+)?")
 _FIELD_NAMES = {"best_compromise": "best compromise", "arithmetic_mean": "arithmetic mean",
                 "median": "median", "max_error": "maximum error",
                 "num_experts": "number of experts"}
@@ -417,11 +417,6 @@ def _figure_lines(project: Mapping[str, Any], result: Mapping[str, Any] | None,
         lines.append("Computed in code from the data above:")
         lines.extend(computed_lines)
     return lines
-
-
-def grounding_numbers(text: str) -> tuple[str, ...]:
-    """Every number written in the text, once each, in order of first appearance."""
-    return tuple(dict.fromkeys(m.group(0) for m in _NUMBER.finditer(text)))
 
 
 def build_context(project: Mapping[str, Any], opinions: Sequence[Mapping[str, Any]],

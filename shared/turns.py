@@ -9,6 +9,7 @@ import redis
 
 from shared import keys
 from shared.frames import TERMINAL_TYPES
+from shared.turn_request import ContractError, TurnRequest
 
 MAX_ATTEMPTS = 2
 
@@ -49,15 +50,23 @@ def cancel_requested(client: redis.Redis, turn: str) -> bool:
     return bool(client.exists(keys.turn_cancel(turn)))
 
 
-def store_payload(client: redis.Redis, payload: dict[str, Any], ttl_s: int) -> None:
-    """Keep the payload for a possible re-run (message text lives here for ttl_s at most)."""
-    client.set(keys.turn_payload(str(payload["turn"])), json.dumps(payload), ex=ttl_s)
+def store_request(client: redis.Redis, request: TurnRequest, ttl_s: int) -> None:
+    """Store the turn's request for its worker (and a re-run); the user's text lives here for
+    ttl_s at most, and never in task arguments."""
+    client.set(keys.turn_request(request.turn), request.dumps(), ex=ttl_s)
 
 
-def load_payload(client: redis.Redis, turn: str) -> dict[str, Any] | None:
-    """The stored payload, if still there."""
-    raw = client.get(keys.turn_payload(turn))
-    return json.loads(raw) if raw else None
+def load_request(client: redis.Redis, turn: str) -> TurnRequest:
+    """The turn's request; ContractError when it expired or does not read as one."""
+    raw: Any = client.get(keys.turn_request(turn))
+    if raw is None:
+        raise ContractError(f"turn request of {turn} is gone (expired or never stored)")
+    return TurnRequest.loads(raw)
+
+
+def request_stored(client: redis.Redis, turn: str) -> bool:
+    """Whether the turn's request is still there (a re-run needs it)."""
+    return bool(client.exists(keys.turn_request(turn)))
 
 
 def claim_rerun(client: redis.Redis, turn: str, ttl_s: int) -> bool:

@@ -18,6 +18,7 @@ from shared import keys
 from shared.config import Settings
 from shared.errors import BadRequest
 from shared.redis_client import redis_client
+from shared.turn_request import TurnRequest
 from tests.conftest import (
     CHAT_PORT,
     WEB_PORT,
@@ -35,10 +36,10 @@ from tests.test_panel_browser import (
 )
 from tests.test_turn_streaming import receive, tokens_after_last_restart, trace_row
 from tests.wsutil import app_token, get_ticket
-from web.protocol import parse_ask
+from web.handoff import build_request
+from web.protocol import Ask, parse_ask
 from worker.pipeline.agent import MAX_TOOL_CALLS, choose_mode
 from worker.pipeline.tools import tool_schemas
-from worker.pipeline.types import TurnRequest
 
 ALICE, BOB = DEMO_USERS["alice@example.com"], DEMO_USERS["bob@example.com"]
 SEARCH = {"name": "search_docs", "arguments": {"query": "How does the search work?"}}
@@ -238,15 +239,16 @@ def test_a_tool_never_reads_another_users_project(agent_stack: Stack,
     assert frames[-1]["type"] == "done"
 
 
-def test_the_payload_carries_read_data_never_the_token(agent_stack: Stack,
-                                                       scripted_llm: str) -> None:
+def test_the_turn_request_carries_read_data_never_the_token(agent_stack: Stack,
+                                                            scripted_llm: str) -> None:
     script(scripted_llm, ["Fine [1]."])
     token = app_token(agent_stack, BOB)
     frames = ask(agent_stack, "What is our project about?", user=BOB, project_id=OFFICE_MOVE)
-    payload = redis_client(agent_stack.settings).get(keys.turn_payload(frames[0]["turn"]))
-    assert payload is not None
-    text = payload.decode()
+    stored = redis_client(agent_stack.settings).get(keys.turn_request(frames[0]["turn"]))
+    assert stored is not None
+    text = stored.decode()
     assert token not in text and token.split(".")[-1] not in text
+    assert TurnRequest.loads(text).mode == "agent"
     data = json.loads(text)["tool_data"]
     assert set(data["read"]) == {OFFICE_MOVE, CAFETERIA_MENU}
     assert FLOOD_PLAN not in text
@@ -292,23 +294,25 @@ def test_a_server_that_refuses_tools_falls_back_to_workflow(agent_stack: Stack,
 
 
 def test_a_local_model_without_tools_falls_back_in_the_done_frame(agent_stack: Stack) -> None:
-    req = TurnRequest(turn="t", user="u", message="m", mode="agent")
+    req = TurnRequest(turn="t", user="u", message="m", language="en", mode="agent")
     local = Settings(answer_tools="auto")  # the default local SmolLM2-135M role
     assert choose_mode(req, local)[0] == "workflow"
     assert "SmolLM2-135M-Instruct cannot" in (choose_mode(req, local)[1] or "")
     assert choose_mode(req, Settings(answer_tools="on")) == ("agent", None)
-    assert choose_mode(TurnRequest(turn="t", user="u", message="m"),
-                       Settings(assistant_mode="hybrid", answer_tools="on"))[0] == "hybrid"
+    # The web tier resolves the server's mode into the request; the worker reads it there.
+    hybrid = build_request(Settings(assistant_mode="hybrid"), "", "t", "u",
+                           Ask("m"), "en")
+    assert choose_mode(hybrid, Settings(answer_tools="on"))[0] == "hybrid"
 
 
 def test_the_mode_override_is_only_for_dev() -> None:
     ask_frame = {"message": "How does the search work?", "mode": "agent"}
-    assert parse_ask(ask_frame, Settings(profile="dev"))["mode"] == "agent"
+    assert parse_ask(ask_frame, Settings(profile="dev")).mode == "agent"
     with pytest.raises(BadRequest, match="mode override"):
         parse_ask(ask_frame, Settings(profile="test"))
     with pytest.raises(BadRequest, match="bad mode"):
         parse_ask({**ask_frame, "mode": "tools"}, Settings(profile="dev"))
-    assert "mode" not in parse_ask({"message": "Hi?"}, Settings(profile="test"))
+    assert parse_ask({"message": "Hi?"}, Settings(profile="test")).mode is None
 
 
 @pytest.mark.parametrize("mode", ["workflow", "agent", "hybrid"])

@@ -68,10 +68,10 @@ def test_item1_slow_regexes_clean_text_truncates_before_cleaning() -> None:
 
 
 def _turn_request(history: list[tuple[str, str]]) -> Any:
-    from worker.pipeline.types import Message, TurnRequest
+    from shared.turn_request import Message, TurnRequest
 
-    return TurnRequest(turn="t" * 32, user="u", message="What is the result?",
-                       history=tuple(Message(r, c) for r, c in history))
+    return TurnRequest(turn="t" * 32, user="u", message="What is the result?", language="en",
+                       mode="workflow", history=tuple(Message(r, c) for r, c in history))
 
 
 def test_item7_history_entry_of_100kb_is_refused_on_the_server(scripted_stack: Stack) -> None:
@@ -92,10 +92,10 @@ def test_item7_history_is_bounded_to_20_messages_and_6000_chars_on_the_server() 
 
     history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "w" * 500}
                for i in range(30)]
-    fields = parse_ask({"message": "hi", "history": history}, Settings())
-    kept = fields["history"]
-    assert len(kept) <= 20 and sum(len(m["content"]) for m in kept) <= 6000
-    assert kept[-1] == history[-1], "the newest messages are kept, the oldest dropped"
+    kept = parse_ask({"message": "hi", "history": history}, Settings()).history
+    assert len(kept) <= 20 and sum(len(m.content) for m in kept) <= 6000
+    assert (kept[-1].role, kept[-1].content) == (history[-1]["role"], history[-1]["content"]), \
+        "the newest messages are kept, the oldest dropped"
 
 
 def test_item7_only_the_users_own_recent_messages_ground_numbers() -> None:
@@ -235,7 +235,8 @@ def test_item6_celery_task_events_carry_the_turn_id_never_the_payload(
     record_events(events)
     sent = [e for e in events if e.get("type") == "task-sent" and e.get("uuid") == turn]
     assert sent, f"no task-sent event captured among {len(events)}"
-    assert sent[0]["args"] == repr((turn,)) and sent[0]["kwargs"] == "{}"
+    # The task's arguments are the ids themselves (the text is in the stored TurnRequest).
+    assert sent[0]["args"] == repr((turn, 1)) and sent[0]["kwargs"] == "{}"
     for e in events:
         assert secret not in json.dumps(e, default=str), e
 

@@ -22,6 +22,9 @@ from shared.errors import AssistantError, NotFound, TimedOut, Unavailable
 from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
 from shared.language import detect_language
 from shared.metrics import TURN_STARTS
+from shared.turn_request import TurnRequest
+from web.handoff import build_request
+from web.protocol import Ask
 from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
@@ -123,10 +126,9 @@ class TurnFollower:
                 return late
             if attempt < turns.MAX_ATTEMPTS and turns.claim_rerun(
                     self.client, self.turn, self.settings.replay_ttl_s):
-                payload = turns.load_payload(self.client, self.turn)
-                if payload is not None:
+                if turns.request_stored(self.client, self.turn):
                     log.warning("turn %s: worker lost; re-running it", self.turn)
-                    turn_queue.enqueue({**payload, "attempt": attempt + 1})
+                    turn_queue.enqueue(self.turn, attempt + 1)
                     self.attempt = attempt + 1
                     return []
             return self._abandon(Unavailable("worker lost twice"))
@@ -145,30 +147,7 @@ class TurnFollower:
         return self._take([frame])
 
 
-def project_fields(settings: Settings, app_token: str, fields: dict[str, Any]
-                   ) -> dict[str, Any]:
-    """The ask's fields plus the project context read with the user's token, if any."""
-    project_id = fields.get("project_id")
-    mode = fields.get("mode") or settings.assistant_mode
-    if mode != "workflow":
-        from web.project_tools import with_tool_data
-
-        return with_tool_data(settings, app_token, {**fields, "mode": mode})
-    if not project_id:
-        return fields
-    if not settings.app_api_url:
-        raise Unavailable("no app API configured", public_message=(
-            "Project data is not available on this server."))
-    from web.app_api import AppApi, read_project_context
-
-    context, read_ms = read_project_context(
-        AppApi(settings.app_api_url, settings.app_api_timeout_s), app_token, project_id)
-    return {**fields, "project_context": {"text": context.text,
-                                          "grounding": list(context.grounding),
-                                          "read_ms": read_ms}}
-
-
-def admit_turn(settings: Settings, user: str, message: str,
+def admit_turn(settings: Settings, user: str, message: str, lang: str,
                client_addr: str | None = None, count_request: bool = False) -> str:
     """Every limit of a new turn, before any app API or model call: its id, holding a slot.
 
@@ -179,7 +158,6 @@ def admit_turn(settings: Settings, user: str, message: str,
     from web.guard import admission, process_id
 
     turn = uuid.uuid4().hex
-    lang = detect_language(message)
     try:
         admission(settings).admit(user, message, turn, process_id(), lang, client_addr,
                                   client_addr if count_request else None)
@@ -197,30 +175,27 @@ def release_admitted(settings: Settings, turn: str) -> None:
     leases(settings).release(turn)
 
 
-def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
-               fields: dict[str, Any], sink: Any = None, turn: str | None = None
-               ) -> tuple[Subscription, TurnFollower]:
-    """Limits (unless admit_turn gave `turn`), then subscribe, record owner and payload, log
-    `accepted` (seq 0), enqueue."""
+def start_turn(client: redis.Redis, settings: Settings, relay: Relay, request: TurnRequest,
+               sink: Any = None) -> tuple[Subscription, TurnFollower]:
+    """An admitted turn: subscribe, record owner and request, log `accepted` (seq 0), enqueue
+    its ids."""
     from web.guard import leases
 
-    if turn is None:
-        turn = admit_turn(settings, user, str(fields.get("message", "")))
+    turn = request.turn
     try:
         sub = relay.subscribe(turn, sink=sink)
     except redis.RedisError as exc:
         leases(settings).release(turn)
         raise Unavailable("cannot subscribe") from exc
     try:
-        payload = {"turn": turn, "user": user_hash(user), "attempt": 1, **fields}
         ttl = settings.replay_ttl_s
         pipe = client.pipeline(transaction=False)
-        pipe.set(keys.turn_owner(turn), user_hash(user), ex=ttl)
+        pipe.set(keys.turn_owner(turn), request.user, ex=ttl)
         pipe.execute()
-        turns.store_payload(client, payload, ttl)
+        turns.store_request(client, request, ttl)
         follower = TurnFollower(client, settings, turn)
         follower.log.append({"type": "accepted", "turn": turn, "seq": 0})
-        turn_queue.enqueue(payload)
+        turn_queue.enqueue(turn, 1)
     except (redis.RedisError, OSError) as exc:
         relay.unsubscribe(sub)
         leases(settings).release(turn)
@@ -229,19 +204,20 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
 
 
 def open_turn(client: redis.Redis, settings: Settings, relay: Relay, user: str,
-              app_token: str, fields: dict[str, Any], client_addr: str | None,
+              app_token: str, ask: Ask, client_addr: str | None,
               sink: Any = None, count_request: bool = False
               ) -> tuple[Subscription, TurnFollower]:
-    """A new turn: every limit first, then the project read with the user's token, then
-    start_turn. A user over a quota causes no app API call."""
-    turn = admit_turn(settings, user, str(fields.get("message", "")), client_addr,
-                      count_request)
+    """A new turn: every limit first, then its TurnRequest (the project read with the user's
+    token), then start_turn. A user over a quota causes no app API call."""
+    # Detected once, here: the limits count per language and the worker answers in it.
+    lang = detect_language(ask.message)
+    turn = admit_turn(settings, user, ask.message, lang, client_addr, count_request)
     try:
-        fields = project_fields(settings, app_token, fields)
+        request = build_request(settings, app_token, turn, user, ask, lang)
     except BaseException:
         release_admitted(settings, turn)
         raise
-    return start_turn(client, settings, relay, user, fields, sink=sink, turn=turn)
+    return start_turn(client, settings, relay, request, sink=sink)
 
 
 def owns(client: redis.Redis, user: str, turn: Any) -> bool:

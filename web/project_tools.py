@@ -15,8 +15,8 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import AssistantError, NotFound
-from shared.project_context import grounding_numbers
-from shared.project_sections import project_list, sections
+from shared.project_sections import list_text, project_list, sections
+from shared.turn_request import ProjectBlock
 from web.app_api import AppApi
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def tool_data(settings: Settings, token: str, project_id: str | None) -> dict[st
     project of the list that cannot be read is just left out.
     """
     if not settings.app_api_url or not token:
-        return {"projects": [], "read": {}, "unavailable": True}
+        return {"projects": [], "list_text": list_text([]), "read": {}, "unavailable": True}
     started = time.monotonic()
     api = AppApi(settings.app_api_url, settings.app_api_timeout_s)
     read: dict[str, Any] = {}
@@ -52,7 +52,8 @@ def tool_data(settings: Settings, token: str, project_id: str | None) -> dict[st
     except AssistantError as exc:
         # Without a panel project the turn still answers from the docs; the tools say why not.
         log.info("project tools: the project list is not readable (%d)", exc.code)
-        return {"projects": [], "read": read, "unavailable": not read,
+        return {"projects": [], "list_text": list_text([]), "read": read,
+                "unavailable": not read,
                 "read_ms": round((time.monotonic() - started) * 1000, 1)}
     for p in projects:
         if len(read) >= PREFETCH_PROJECTS:
@@ -62,20 +63,20 @@ def tool_data(settings: Settings, token: str, project_id: str | None) -> dict[st
                 read[p["id"]] = _read(api, token, p["id"])
             except AssistantError as exc:
                 log.info("project tools: one listed project not readable (%d)", exc.code)
-    return {"projects": projects, "read": read,
+    # The list as the list_my_projects tool shows it, rendered here with the other project
+    # text so the worker needs none of the app's shapes.
+    return {"projects": projects, "list_text": list_text(projects), "read": read,
             "read_ms": round((time.monotonic() - started) * 1000, 1)}
 
 
-def with_tool_data(settings: Settings, token: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """An agent or hybrid ask's fields plus the tools' data; the panel's project also as the
-    workflow block (the worker's fallback when the model cannot call tools)."""
-    project_id = fields.get("project_id")
+def prefetch(settings: Settings, token: str, project_id: str | None
+             ) -> tuple[dict[str, Any], ProjectBlock | None]:
+    """An agent or hybrid turn's tool data, and the panel's project also as the workflow block
+    (the worker's fallback when the model cannot call tools)."""
     data = tool_data(settings, token, project_id)
-    out = {**fields, "tool_data": data}
+    project = None
     if project_id and project_id in data["read"]:
-        full = data["read"][project_id]["full"]
-        out["project_context"] = {"text": full, "grounding": list(grounding_numbers(full)),
-                                  "read_ms": data.get("read_ms")}
+        project = ProjectBlock.from_text(data["read"][project_id]["full"], data.get("read_ms"))
     for entry in data["read"].values():
-        entry.pop("full", None)  # carried once, in project_context
-    return out
+        entry.pop("full", None)  # carried once, as the project block
+    return data, project

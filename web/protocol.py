@@ -8,17 +8,30 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from shared.config import MODES, Settings
 from shared.errors import BadRequest, TooLarge
 from shared.history import MAX_ENTRY_CHARS, bound_history
+from shared.turn_request import Message
 
 MAX_HISTORY = 50
 # Both transports wake this often while a turn is silent: to watch its worker and to ping.
 TICK_S = 1.0
 CLIENT_TYPES = frozenset({"ask", "resume", "cancel", "ping"})
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A validated ask: the question, the history the model may see, the panel's project and
+    the dev-only mode override (None: the server's mode)."""
+
+    message: str
+    history: tuple[Message, ...] = ()
+    project_id: str | None = None
+    mode: str | None = None
 
 
 def clean_text(value: str) -> bool:
@@ -53,9 +66,8 @@ def frame_type(frame: dict[str, Any]) -> str:
     return kind
 
 
-def parse_ask(frame: Any, s: Settings) -> dict[str, Any]:
-    """Validate an ask (a WebSocket frame or the SSE body); the clean fields, or
-    BadRequest/TooLarge."""
+def parse_ask(frame: Any, s: Settings) -> Ask:
+    """Validate an ask (a WebSocket frame or the SSE body); BadRequest/TooLarge if invalid."""
     if not isinstance(frame, dict):
         raise BadRequest("bad body", public_message="The request body must be a JSON object.")
     message = frame.get("message")
@@ -80,22 +92,22 @@ def parse_ask(frame: Any, s: Settings) -> dict[str, Any]:
     if project_id is not None and (not isinstance(project_id, str) or len(project_id) > 64
                                    or not clean_text(project_id)):
         raise BadRequest("bad project id", public_message="The project id is not valid.")
-    return {"message": message.strip(),
-            "history": bound_history(history),
-            "project_id": project_id, **parse_mode(frame, s)}
+    return Ask(message.strip(),
+               tuple(Message(m["role"], m["content"]) for m in bound_history(history)),
+               project_id, parse_mode(frame, s))
 
 
-def parse_mode(frame: dict[str, Any], s: Settings) -> dict[str, str]:
-    """The per-turn mode override (B-20): only in the dev profile, else the server's setting."""
+def parse_mode(frame: dict[str, Any], s: Settings) -> str | None:
+    """The per-turn mode override (B-20): only in the dev profile; None for the server's."""
     mode = frame.get("mode")
     if mode is None:
-        return {}
+        return None
     if s.profile != "dev":
         raise BadRequest("mode override", public_message=(
             "The mode is set on the server; choosing it per message is only for development."))
     if mode not in MODES:
         raise BadRequest("bad mode", public_message="The mode must be workflow, agent or hybrid.")
-    return {"mode": mode}
+    return str(mode)
 
 
 def parse_resume(frame: dict[str, Any]) -> tuple[str, int]:

@@ -32,15 +32,17 @@ class TurnQueue:
         with self._celery.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1)
 
-    def enqueue(self, payload: dict[str, Any]) -> None:
-        """Send one turn to the turns queue (JSON), expiring at the first-token limit."""
+    def enqueue(self, turn: str, attempt: int) -> None:
+        """Send one attempt of a turn to the turns queue, expiring at the first-token limit.
+
+        Only ids travel: the worker reads the TurnRequest the handoff stored under the turn's
+        id, so what the user typed, their history and their project's text never appear in
+        the broker, task events or Flower.
+        """
         assert self._celery is not None
-        turn = str(payload["turn"])
         self._celery.send_task(
-            TURN_TASK, args=[payload], queue=TURN_QUEUE, task_id=turn,
-            # Task events (and so Flower) show this instead of the start of the payload, which
-            # holds what the user typed, their history and their project's text.
-            argsrepr=repr((turn,)), kwargsrepr="{}",
+            TURN_TASK, args=[turn, attempt], queue=TURN_QUEUE, task_id=turn,
+            argsrepr=repr((turn, attempt)), kwargsrepr="{}",
             # By then the web tier has ended the turn with an error frame (or nobody waits):
             # a worker that takes it later after a backlog drops it instead of calling a model.
             expires=self._first_token_timeout_s)

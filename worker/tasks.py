@@ -20,30 +20,32 @@ from celery import shared_task
 from shared import metrics, traces, turns
 from shared.celery_config import FEEDBACK_TASK, TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
-from shared.errors import AssistantError
 from shared.frames import FrameLog
 from shared.limits import Leases
 from shared.redis_client import redis_client
+from shared.turn_request import ContractError
 from worker.control import TurnControl
 from worker.db import corpus_connection
 from worker.emit import TurnEmitter
 from worker.pipeline.tools import TOOL_NAMES
 from worker.pipeline.turn import TurnDeps, run_turn
-from worker.pipeline.types import TurnRequest
 
 log = logging.getLogger(__name__)
 _trace_schema_ready = False
 
 
 @shared_task(name=TURN_TASK, ignore_result=True, acks_late=False)
-def answer_turn(payload: dict[str, Any]) -> None:
-    """Run one attempt of a turn; its frames go to the turn's log and channel."""
+def answer_turn(turn: str, attempt: int = 1) -> None:
+    """Run one attempt of a turn, read from its stored TurnRequest; its frames go to the
+    turn's log and channel. The task's arguments are ids only, never the user's text."""
     started = time.monotonic()
     settings = get_settings()
     client = redis_client(settings)
-    turn = str(payload.get("turn", ""))
-    attempt = int(payload.get("attempt", 1))
-    if not turn or not turns.claim_attempt(client, turn, attempt, settings.replay_ttl_s):
+    if not isinstance(turn, str) or not turn or isinstance(attempt, bool) or not isinstance(
+            attempt, int):
+        log.warning("turn task with bad arguments; dropped")
+        return
+    if not turns.claim_attempt(client, turn, attempt, settings.replay_ttl_s):
         log.info("turn %s attempt %d: already started elsewhere; skipped", turn, attempt)
         return
     last = turns.last_frame(client, turn)
@@ -54,9 +56,11 @@ def answer_turn(payload: dict[str, Any]) -> None:
     if attempt > 1:
         emit.restart(attempt)
     try:
-        req = TurnRequest.from_json(payload)
-    except AssistantError as exc:
-        log.warning("turn %s: malformed payload", turn)
+        req = turns.load_request(client, turn)
+    except ContractError as exc:
+        # Names the version or field at fault (never the user's text): a web tier and a
+        # worker of different releases show up here.
+        log.warning("turn %s: %s", turn, exc)
         emit.error(exc.code, exc.public_message)
         return
     trace = traces.Trace(turn=turn, user_hash=req.user, attempt=attempt)

@@ -15,15 +15,16 @@ from typing import Any
 
 import openai
 
-from shared.config import MODES, Settings
+from shared.config import Settings
 from shared.errors import ModelError, TimedOut
 from shared.models import client_for
 from shared.passage import Passage
+from shared.turn_request import TurnRequest
 from worker.emit import TurnEmitter
 from worker.pipeline.generate import Cancelled
 from worker.pipeline.prompt import language_line, prompt_text, trim_history
 from worker.pipeline.tools import ToolBox, ToolCall, execute, tool_schemas
-from worker.pipeline.types import Retrieval, TurnRequest
+from worker.pipeline.types import Retrieval
 
 MAX_TOOL_CALLS = 4
 # A decision names tools, it does not answer: a short reply bounds what a chatty model costs.
@@ -48,7 +49,7 @@ class Gathered:
 
 def choose_mode(req: TurnRequest, s: Settings) -> tuple[str, str | None]:
     """(mode, note): the turn's mode, and why it fell back to workflow when it did."""
-    mode = req.mode if req.mode in MODES else s.assistant_mode
+    mode = req.mode  # resolved by the web tier (the server's setting, or a dev override)
     if mode == "workflow":
         return mode, None
     if s.answer_tools == "off" or (s.answer_tools == "auto" and s.answer.provider != "api"):

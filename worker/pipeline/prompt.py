@@ -7,7 +7,8 @@ from functools import lru_cache
 from importlib import resources
 
 from shared.history import HISTORY_CHARS, HISTORY_MESSAGES
-from worker.pipeline.types import Message, Retrieval
+from shared.turn_request import Message
+from worker.pipeline.types import Retrieval
 
 MARKER = re.compile(r"\s?\[\d+\]")
 

@@ -9,8 +9,8 @@ import openai
 from shared.config import ModelRole
 from shared.errors import ModelError
 from shared.models import client_for
+from shared.turn_request import Message
 from worker.pipeline.prompt import prompt_text, trim_history
-from worker.pipeline.types import Message
 
 FOLLOWUP_OPENERS = re.compile(
     r"^(and|but|so|why|how come|what about|how about|then|also|is that|does that|"

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from shared.passage import Passage
-from shared.project_sections import list_text
 from worker.pipeline.prompt import FENCE_TAG
 from worker.pipeline.types import Retrieval
 
@@ -77,7 +76,7 @@ class ToolOutcome:
 class ToolBox:
     """The tools' state in one turn: passages numbered once and for all, project text read."""
 
-    def __init__(self, search: Callable[[str], Retrieval], data: dict[str, Any] | None,
+    def __init__(self, search: Callable[[str], Retrieval], data: Mapping[str, Any] | None,
                  seed: tuple[Passage, ...] = ()) -> None:
         self._search = search
         self._data = data
@@ -126,8 +125,9 @@ class ToolBox:
 
     def list_my_projects(self) -> str:
         """The user's projects, fenced."""
-        projects, _ = self._projects()
-        return self._keep(list_text(projects))
+        self._projects()  # refuses when there is no project data in this turn
+        text = (self._data or {}).get("list_text")
+        return self._keep(text if isinstance(text, str) else "")
 
     def read_section(self, project_id: str, section: str) -> str:
         """One prefetched section of one of the user's projects."""

@@ -15,8 +15,8 @@ import psycopg
 from shared.config import Settings
 from shared.errors import AssistantError, ModelError, TimedOut
 from shared.language import detect_language
-from shared.project_context import grounding_numbers
 from shared.traces import Trace
+from shared.turn_request import ProjectBlock, TurnRequest
 from worker.emit import TurnEmitter
 from worker.pipeline.agent import (
     ToolsUnsupported,
@@ -39,18 +39,10 @@ from worker.pipeline.rewrite import (
 )
 from worker.pipeline.source_links import link_for
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
-from worker.pipeline.types import Retrieval, TurnRequest
+from worker.pipeline.types import Retrieval
 
 EXCERPT_CHARS = 400
 Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
-
-
-@dataclass(frozen=True)
-class ProjectData:
-    """What the project-context hook hands the prompt: fenced text and its numbers."""
-
-    text: str
-    grounding: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -88,8 +80,9 @@ def run_turn(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) 
 def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> None:
     s = deps.settings
     first_token_deadline = emit.started + s.first_token_timeout_s
+    # Detected once, by the web tier (its limits count per language too): read, not redone.
+    lang = req.language
     with emit.step("language") as d:
-        lang = detect_language(req.message)
         d["language"] = trace.language = lang
     query = req.message
     if s.rewrite_followups and looks_like_followup(req.message, req.history):
@@ -122,18 +115,16 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
     trace.models["embeddings"] = s.embeddings.model
-    project = None
-    if req.project_text is not None:
+    if req.project is not None:
         # Read by the web tier with the user's own access before the turn was enqueued.
         with emit.step("project") as d:
-            project = ProjectData(req.project_text, req.project_grounding)
-            d["read_ms"] = req.project_read_ms
-    _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
+            d["read_ms"] = req.project.read_ms
+    _finish(req, deps, emit, trace, lang, retrieval, req.project, first_token_deadline,
             {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})})
 
 
 def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
-            retrieval: Retrieval, project: ProjectData | None, first_token_deadline: float,
+            retrieval: Retrieval, project: ProjectBlock | None, first_token_deadline: float,
             extra: dict[str, Any]) -> None:
     """Prompt, the streamed answer, checks and the done frame: the same in every mode."""
     s = deps.settings
@@ -255,7 +246,7 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
         summary = hybrid_summary(req)
         if summary is not None:
             with emit.step("project") as d:
-                d["read_ms"] = req.project_read_ms
+                d["read_ms"] = req.project.read_ms if req.project else None
 
     def search_docs(text: str) -> Retrieval:
         with deps.connect() as conn:
@@ -273,8 +264,7 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
     # A section hybrid already gave up front is not repeated in the final prompt.
     texts = ([summary] if summary else []) + [t for t in gathered.project_texts
                                               if not summary or t not in summary]
-    project = ProjectData("\n\n".join(texts), tuple(
-        n for t in texts for n in grounding_numbers(t))) if texts else None
+    project = ProjectBlock.from_text("\n\n".join(texts)) if texts else None
     _finish(req, deps, emit, trace, lang, retrieval, project, first_token_deadline,
             {"mode": mode, "tools": {"calls": gathered.calls, "cut": gathered.cut}})
     return None
@@ -288,7 +278,7 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 
 
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
-               project: ProjectData | None, show_sources: bool) -> dict[str, Any]:
+               project: ProjectBlock | None, show_sources: bool) -> dict[str, Any]:
     """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
     # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
     # would let any number "confirm" itself, and the client writes the whole history.

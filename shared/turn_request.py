@@ -1,0 +1,169 @@
+"""The contract between the web tier and the worker: what one turn asks, built once by the web tier.
+
+The web tier builds a TurnRequest in its handoff (web/handoff.py), stores its JSON in Redis under
+keys.turn_request(turn) for the turn's replay TTL, and enqueues only (turn, attempt): no user text
+travels in Celery task arguments. The worker reads it once (worker/tasks.py) and trusts its
+`language` (the question's language is detected once, by the web tier). Nothing here is a secret:
+no token, no ticket, only the hashed user.
+
+A payload of another version, or of an unknown shape, is refused with ContractError, which names
+what is wrong: a web tier and a worker of different releases fail loudly, never half-read a turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from shared.config import MODES
+from shared.errors import Unavailable
+
+VERSION = 1
+# A leading minus only where it cannot be a hyphen inside a word such as "COVID-19".
+_NUMBER = re.compile(r"(?:(?<![^\s(:;,])-)?\d+(?:\.\d+)?")
+
+
+class ContractError(Unavailable):
+    """A turn request the worker cannot read: another version or a malformed shape."""
+
+
+def grounding_numbers(text: str) -> tuple[str, ...]:
+    """Every number written in the text, once each, in order of first appearance."""
+    return tuple(dict.fromkeys(m.group(0) for m in _NUMBER.finditer(text)))
+
+
+@dataclass(frozen=True)
+class Message:
+    """One earlier message of the conversation, as the browser sent it."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ProjectBlock:
+    """The user's project as the model sees it: fenced text, the numbers it may ground, and how
+    long the web tier took to read it (None when the worker assembled it from tool results)."""
+
+    text: str
+    grounding: tuple[str, ...]
+    read_ms: float | None = None
+
+    @classmethod
+    def from_text(cls, text: str, read_ms: float | None = None) -> ProjectBlock:
+        """The block of a text, its grounding numbers taken from the text itself."""
+        return cls(text, grounding_numbers(text), read_ms)
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """What the web tier hands the worker for one turn (every attempt reads the same one)."""
+
+    turn: str
+    user: str  # the hashed user id (shared.auth.user_hash), never the id or the token
+    message: str
+    language: str  # of `message`, detected once by the web tier (shared.language)
+    mode: str  # workflow | agent | hybrid, resolved by the web tier
+    history: tuple[Message, ...] = ()
+    project_id: str | None = None
+    # The panel project's block, read by the web tier with the user's own access.
+    project: ProjectBlock | None = None
+    # Agent and hybrid turns: what the project tools may read, prefetched the same way
+    # (web/project_tools.py); read-only here.
+    tool_data: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tool_data is not None and not isinstance(self.tool_data, MappingProxyType):
+            # Read-only at the top: no pipeline step can add to what the user's access read.
+            object.__setattr__(self, "tool_data", MappingProxyType(dict(self.tool_data)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned JSON form (what Redis holds)."""
+        return {
+            "version": VERSION, "turn": self.turn, "user": self.user, "message": self.message,
+            "language": self.language, "mode": self.mode,
+            "history": [{"role": m.role, "content": m.content} for m in self.history],
+            "project_id": self.project_id,
+            "project": None if self.project is None else {
+                "text": self.project.text, "grounding": list(self.project.grounding),
+                "read_ms": self.project.read_ms},
+            "tool_data": None if self.tool_data is None else dict(self.tool_data),
+        }
+
+    def dumps(self) -> str:
+        """The JSON text."""
+        return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, data: Any) -> TurnRequest:
+        """Parse the JSON form; ContractError for another version or an unknown shape."""
+        if not isinstance(data, dict):
+            raise ContractError("turn request: not a JSON object")
+        version = data.get("version")
+        if version != VERSION:
+            raise ContractError(f"turn request version {version!r} is not supported "
+                                f"(this release reads version {VERSION})")
+        unknown = set(data) - _FIELDS
+        missing = _FIELDS - set(data)
+        if unknown or missing:
+            raise ContractError(f"turn request v{VERSION}: unknown fields {sorted(unknown)}, "
+                                f"missing fields {sorted(missing)}")
+        mode = _str(data, "mode")
+        if mode not in MODES:
+            raise ContractError(f"turn request: mode {mode!r} is not one of {MODES}")
+        history = data["history"]
+        if not isinstance(history, list) or not all(
+                isinstance(m, dict) and set(m) == {"role", "content"}
+                and m["role"] in ("user", "assistant") and isinstance(m["content"], str)
+                for m in history):
+            raise ContractError("turn request: history must be a list of {role, content}")
+        project_id = data["project_id"]
+        if project_id is not None and not isinstance(project_id, str):
+            raise ContractError("turn request: project_id must be a string or null")
+        tool_data = data["tool_data"]
+        if tool_data is not None and not isinstance(tool_data, dict):
+            raise ContractError("turn request: tool_data must be an object or null")
+        return cls(turn=_str(data, "turn"), user=_str(data, "user"),
+                   message=_str(data, "message"), language=_str(data, "language"), mode=mode,
+                   history=tuple(Message(m["role"], m["content"]) for m in history),
+                   project_id=project_id, project=_project(data["project"]),
+                   tool_data=tool_data)
+
+    @classmethod
+    def loads(cls, raw: str | bytes) -> TurnRequest:
+        """Parse the JSON text; ContractError when it is not JSON or not a turn request."""
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise ContractError("turn request: not valid JSON") from None
+        return cls.from_json(data)
+
+
+_FIELDS = frozenset(TurnRequest(turn="", user="", message="", language="", mode="")
+                    .to_json())
+
+
+def _str(data: dict[str, Any], name: str) -> str:
+    value = data[name]
+    if not isinstance(value, str):
+        raise ContractError(f"turn request: {name} must be a string")
+    return value
+
+
+def _project(value: Any) -> ProjectBlock | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"text", "grounding", "read_ms"}:
+        raise ContractError("turn request: project must be {text, grounding, read_ms} or null")
+    text, grounding, read_ms = value["text"], value["grounding"], value["read_ms"]
+    if not isinstance(text, str) or not isinstance(grounding, list) or not all(
+            isinstance(n, str) for n in grounding):
+        raise ContractError("turn request: project text and grounding must be strings")
+    if read_ms is not None and (isinstance(read_ms, bool)
+                                or not isinstance(read_ms, int | float)):
+        raise ContractError("turn request: project read_ms must be a number or null")
+    return ProjectBlock(text, tuple(grounding), None if read_ms is None else float(read_ms))

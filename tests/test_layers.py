@@ -1,0 +1,60 @@
+"""The layers, read from the imports themselves (ast): no service, no import of the code."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PRODUCT = ("web", "worker", "shared", "corpus_jobs", "assistant_cli", "demo_app")
+OURS = (*PRODUCT, "bench", "tests")
+
+
+def imports_between_packages() -> dict[tuple[str, str], set[str]]:
+    """(importing package, imported package) -> the importing files, for our packages."""
+    edges: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for package in OURS:
+        for path in (REPO / package).rglob("*.py"):
+            if "node_modules" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in OURS and top != package:
+                        edges[(package, top)].add(str(path.relative_to(REPO)))
+    return edges
+
+
+EDGES = imports_between_packages()
+
+
+def test_the_walk_sees_the_imports() -> None:
+    # Guards the checks below against passing on an empty graph.
+    assert ("web", "shared") in EDGES and ("worker", "shared") in EDGES
+
+
+def test_shared_imports_none_of_our_other_packages() -> None:
+    assert {k: v for k, v in EDGES.items() if k[0] == "shared"} == {}
+
+
+def test_web_and_worker_never_import_each_other() -> None:
+    assert EDGES.get(("web", "worker")) is None, EDGES.get(("web", "worker"))
+    assert EDGES.get(("worker", "web")) is None, EDGES.get(("worker", "web"))
+
+
+def test_no_two_product_packages_import_each_other() -> None:
+    both = sorted((a, b) for (a, b) in EDGES if a < b and (b, a) in EDGES
+                  and a in PRODUCT and b in PRODUCT)
+    assert both == [], {pair: (EDGES[pair], EDGES[pair[::-1]]) for pair in both}
+
+
+def test_the_product_never_imports_bench_or_tests() -> None:
+    assert {k: v for k, v in EDGES.items() if k[0] in PRODUCT and k[1] in ("bench", "tests")} \
+        == {}
