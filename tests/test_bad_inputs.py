@@ -36,7 +36,7 @@ def assert_plain(message: str) -> None:
 # The statuses the protocol answers a bad frame with: 422 (not a valid frame or field),
 # 413 (too long), 404 (unknown turn).
 DOCUMENTED_CODES = {422, 413, 404}
-# The only reasons an ask whose message is hostile text may be refused (web/routes/ws.py
+# The only reasons an ask whose message is hostile text may be refused (web/protocol.py
 # parse_ask): a blank message, or characters that cannot be carried (controls, lone surrogates).
 DOCUMENTED_422 = {"Please type a question.",
                   "The message contains characters that cannot be used."}

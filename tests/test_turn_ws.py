@@ -4,13 +4,27 @@ PostgreSQL, with the scripted model standing in for an external one (exact outpu
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from simple_websocket import Client
 
+from assistant_cli import stack
 from assistant_cli.client import ask, ws_url
-from tests.conftest import Stack, set_script
+from assistant_cli.run import Plan, start_processes
+from shared.auth import mint_access_token
+from shared.config import INSECURE_DEV_SECRET
+from tests.conftest import (
+    DEMO_TOKENS,
+    VAR,
+    WEB_PORT,
+    Stack,
+    redis_url,
+    set_script,
+    stack_env,
+)
 from tests.wsutil import app_token, get_ticket, http_json, upgrade_status
 
 
@@ -136,10 +150,41 @@ def test_ticket_endpoint_needs_a_valid_app_token(scripted_stack: Stack, header: 
     assert got == status and body["error"]["message"] == "Please sign in again."
 
 
-def test_ticket_is_single_use_and_short_lived(scripted_stack: Stack) -> None:
+def test_ticket_lifetime_is_short_by_default(scripted_stack: Stack) -> None:
     status, body = http_json("POST", f"{scripted_stack.base_url}/api/v1/assistant/tickets",
                              headers={"Authorization": f"Bearer {app_token(scripted_stack)}"})
     assert status == 201 and 0 < body["expires_in"] <= 60 and len(body["ticket"]) >= 32
+
+
+@pytest.fixture(scope="module")
+def short_ticket_web(services: stack.Supervisor) -> Iterator[str]:
+    """A web server alone (no worker: only tickets and upgrades are exercised) whose tickets
+    live one second (ASSISTANT_TICKET_TTL_S=1); its base URL."""
+    web_port = WEB_PORT + 26
+    sup = stack.Supervisor(VAR / "log")
+    try:
+        start_processes(sup, Plan(var_dir=VAR, name="ticket-ttl", web_bind=f"127.0.0.1:{web_port}",
+                                  web_workers=1, worker=False, beat=False, flower=False),
+                        env=stack_env({"ASSISTANT_REDIS_URL": redis_url(14), **DEMO_TOKENS,
+                                       "ASSISTANT_TICKET_TTL_S": "1"}))
+        yield f"http://127.0.0.1:{web_port}"
+    finally:
+        sup.stop_all()
+
+
+def test_ticket_is_single_use_and_short_lived(short_ticket_web: str) -> None:
+    token = mint_access_token("ticket-user", INSECURE_DEV_SECRET)
+    status, body = http_json("POST", f"{short_ticket_web}/api/v1/assistant/tickets",
+                             headers={"Authorization": f"Bearer {token}"})
+    assert status == 201 and body["expires_in"] == 1 and len(body["ticket"]) >= 32
+    path = f"/api/v1/assistant/ws?ticket={body['ticket']}"
+    assert upgrade_status(short_ticket_web, path)[0] == 101  # first use, within its second
+    assert upgrade_status(short_ticket_web, path)[0] == 401, "a second use is refused"
+    # Unused but past its lifetime: refused too.
+    late = get_ticket(short_ticket_web, token)
+    time.sleep(1.5)
+    status, refused = upgrade_status(short_ticket_web, f"/api/v1/assistant/ws?ticket={late}")
+    assert status == 401 and json.loads(refused)["error"]["message"] == "Please sign in again."
 
 
 def test_unknown_route_and_bad_method_are_plain_json(scripted_stack: Stack) -> None:
