@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from shared import project_context as pc
 from tests.bad_inputs import SLOW_REGEX_UNITS
+from web import project_context as pc
 
 STEPS: dict[str, Callable[[str], object]] = {
     "controls": pc._strip_controls,

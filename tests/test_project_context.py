@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from shared.method import Fuzzy, compute
-from shared.project_context import (
+from web.project_context import (
     FENCE_CLOSE,
     FENCE_OPEN,
     LIMIT_DESCRIPTION,

@@ -12,10 +12,10 @@ import pytest
 from simple_websocket import Client
 
 from assistant_cli.client import ask, http_json, ws_url
-from shared import project_context as pc
 from tests.bad_inputs import SLOW_REGEX_UNITS
 from tests.conftest import Stack
 from tests.wsutil import app_token, get_ticket
+from web import project_context as pc
 
 
 def record_events(events: list[dict[str, Any]]) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 from shared.config import Settings
 from shared.errors import AssistantError, NotFound
-from shared.project_sections import list_text, project_list, sections
 from shared.turn_request import ProjectBlock
 from web.app_api import AppApi
+from web.project_sections import list_text, project_list, sections
 
 log = logging.getLogger(__name__)
 # The panel's project when there is one, else the first projects of the user's list.

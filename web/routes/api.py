@@ -99,8 +99,8 @@ def my_projects() -> tuple[Response, int]:
 def project_chart(project_id: str) -> tuple[Response, int]:
     """The data of a project's chart (issue 16), read with the caller's own token like a turn's
     project context: triangles, mean, median, best compromise, maximum error."""
-    from shared.project_context import chart_data
     from web.app_api import AppApi
+    from web.project_context import chart_data
 
     check_origin()
     token = bearer_token()
