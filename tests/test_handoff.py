@@ -1,0 +1,72 @@
+"""The web -> worker seam end to end: what the web tier stores is what the worker reads.
+
+Real Redis, Celery worker and PostgreSQL (the scripted stack); the scripted model answers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from celery import Celery
+
+from assistant_cli.client import ask
+from shared import keys, turns
+from shared.auth import user_hash
+from shared.celery_config import TURN_QUEUE, TURN_TASK, celery_config
+from shared.frames import FrameLog
+from shared.redis_client import redis_client
+from shared.turn_request import TurnRequest
+from tests.conftest import Stack, set_script
+from tests.wsutil import app_token
+
+
+def run_stored(stack: Stack, req: TurnRequest, timeout_s: float = 60) -> list[dict[str, Any]]:
+    """Store a request as the handoff does, send its ids to the worker, return its frames."""
+    client = redis_client(stack.settings)
+    turns.store_request(client, req, 120)
+    frame_log = FrameLog(client, req.turn, 120)
+    frame_log.append({"type": "accepted", "turn": req.turn, "seq": 0})
+    sender = Celery("handoff-test")
+    sender.conf.update(celery_config(stack.settings))
+    sender.send_task(TURN_TASK, args=[req.turn, 1], queue=TURN_QUEUE, task_id=req.turn)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not turns.finished(turns.last_frame(client, req.turn)):
+        time.sleep(0.1)
+    return frame_log.frames_after(-1)
+
+
+def test_the_worker_takes_the_language_from_the_request_and_never_guesses_again(
+        scripted_stack: Stack, scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Vyhledávání řadí pasáže [1]."])
+    # A Czech question the web tier marked English: the worker must not detect it again.
+    req = TurnRequest(turn=uuid.uuid4().hex, user=user_hash("handoff"),
+                      message="Jak funguje vyhledávání v dokumentaci?", language="en",
+                      mode="workflow")
+    frames = run_stored(scripted_stack, req)
+    done = frames[-1]
+    assert done["type"] == "done", frames[-3:]
+    assert done["language"] == "en"
+    steps = [f for f in frames if f["type"] == "event" and f.get("step") == "language"]
+    assert [f["language"] for f in steps] == ["en"], steps
+    assert not [f for f in frames if f.get("step") == "translate"], "no Czech search path"
+
+
+def test_what_the_web_tier_stores_is_the_contract_with_the_language_it_detected(
+        scripted_stack: Stack, scripted_llm: str) -> None:
+    set_script(scripted_llm, ["Vyhledávání řadí pasáže [1]."])
+    frames, done = ask(scripted_stack.base_url, app_token(scripted_stack, "handoff-cs"),
+                       "Jak funguje vyhledávání v dokumentaci?", timeout_s=60,
+                       history=[{"role": "user", "content": "Ahoj"}])
+    stored = redis_client(scripted_stack.settings).get(keys.turn_request(frames[0]["turn"]))
+    assert stored is not None
+    req = TurnRequest.loads(stored)
+    assert json.loads(stored)["version"] == 1
+    assert (req.language, req.mode, req.user) == ("cs", "workflow", user_hash("handoff-cs"))
+    assert req.message == "Jak funguje vyhledávání v dokumentaci?"
+    assert [(m.role, m.content) for m in req.history] == [("user", "Ahoj")]
+    assert 0 < redis_client(scripted_stack.settings).ttl(keys.turn_request(req.turn)) <= \
+        scripted_stack.settings.replay_ttl_s
+    assert done["type"] == "done" and done["language"] == "cs"
