@@ -57,6 +57,11 @@ def turn_request(turn: str) -> str:
     return f"{PREFIX}turn:{turn}:request"
 
 
+def turn_feedback(turn: str) -> str:
+    """A rating of the turn's answer, waiting for the worker to put it on the trace."""
+    return f"{PREFIX}turn:{turn}:feedback"
+
+
 def turn_rerun(turn: str) -> str:
     """Claimed by whichever web process re-runs a turn, so only one does."""
     return f"{PREFIX}turn:{turn}:rerun"

@@ -70,3 +70,25 @@ def test_what_the_web_tier_stores_is_the_contract_with_the_language_it_detected(
     assert 0 < redis_client(scripted_stack.settings).ttl(keys.turn_request(req.turn)) <= \
         scripted_stack.settings.replay_ttl_s
     assert done["type"] == "done" and done["language"] == "cs"
+
+
+def test_feedback_travels_by_turn_id_and_lands_on_the_trace(scripted_stack: Stack,
+                                                            scripted_llm: str) -> None:
+    from assistant_cli.client import http_json
+    from tests.conftest import wait_for
+    from tests.test_turn_streaming import trace_row
+
+    set_script(scripted_llm, ["Fine [1]."])
+    token = app_token(scripted_stack, "handoff-fb")
+    _, done = ask(scripted_stack.base_url, token, "How does the search work?", timeout_s=60)
+    assert trace_row(scripted_stack, done["turn"], "turn") is not None
+    status, _ = http_json("POST", scripted_stack.base_url + "/api/v1/assistant/feedback",
+                          {"turn": done["turn"], "rating": "down", "comment": " too short "},
+                          headers={"Authorization": f"Bearer {token}"})
+    assert status == 202
+    key = keys.turn_feedback(done["turn"])
+    client = redis_client(scripted_stack.settings)
+    # The worker reads the stored rating by turn id, puts it on the trace, then drops it.
+    assert wait_for(lambda: not client.exists(key), 15)
+    assert trace_row(scripted_stack, done["turn"], "feedback, feedback_comment") == (
+        -1, "too short")

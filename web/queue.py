@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from celery import Celery
 from flask import Flask
 
@@ -47,10 +45,11 @@ class TurnQueue:
             # a worker that takes it later after a backlog drops it instead of calling a model.
             expires=self._first_token_timeout_s)
 
-    def feedback(self, payload: dict[str, Any]) -> None:
-        """Send a rating to the worker, which stores it with the turn's trace."""
+    def feedback(self, turn: str) -> None:
+        """Ask the worker to put the turn's stored rating (shared/feedback.py) on its trace."""
         assert self._celery is not None
-        self._celery.send_task(FEEDBACK_TASK, args=[payload], queue=TURN_QUEUE)
+        self._celery.send_task(FEEDBACK_TASK, args=[turn], queue=TURN_QUEUE,
+                               argsrepr=repr((turn,)), kwargsrepr="{}")
 
 
 turn_queue = TurnQueue()

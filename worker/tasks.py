@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from celery import shared_task
 
-from shared import metrics, traces, turns
+from shared import feedback, metrics, traces, turns
 from shared.celery_config import FEEDBACK_TASK, TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
 from shared.frames import FrameLog
@@ -116,19 +116,25 @@ def save_trace(settings: Settings, trace: traces.Trace) -> None:
 
 
 @shared_task(name=FEEDBACK_TASK, bind=True, ignore_result=True, max_retries=5)
-def save_feedback(self: Any, payload: dict[str, Any]) -> None:
-    """A person's rating of an answer onto its trace (retried while the trace is not saved)."""
-    rating = 1 if payload.get("rating") == "up" else -1
-    with psycopg.connect(get_settings().assistant_dsn, autocommit=True, connect_timeout=3) as conn:
+def save_feedback(self: Any, turn: str) -> None:
+    """A person's stored rating of an answer onto its trace (retried while the trace is not
+    saved); the task's argument is the turn id only."""
+    settings = get_settings()
+    client = redis_client(settings)
+    fb = feedback.load(client, str(turn))
+    if fb is None:
+        log.warning("turn %s: feedback gone before it was saved", turn)
+        return
+    with psycopg.connect(settings.assistant_dsn, autocommit=True, connect_timeout=3) as conn:
         traces.ensure_schema(conn)
-        saved = traces.save_feedback(conn, str(payload["turn"]), str(payload["user"]), rating,
-                                     str(payload.get("comment") or ""))
+        saved = traces.save_feedback(conn, fb.turn, fb.user, fb.rating, fb.comment)
     if not saved:
         if self.request.retries >= self.max_retries:
-            log.warning("turn %s: feedback dropped (no trace)", payload["turn"])
+            log.warning("turn %s: feedback dropped (no trace)", turn)
             return
         raise self.retry(countdown=2)
-    log.info("turn %s: feedback %+d", payload["turn"], rating)
+    feedback.forget(client, fb.turn)
+    log.info("turn %s: feedback %+d", turn, fb.rating)
 
 
 @shared_task(name=TRACE_PRUNE_TASK, ignore_result=True)

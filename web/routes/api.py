@@ -139,8 +139,12 @@ def feedback() -> tuple[Response, int]:
     owner = redis_client(s).get(keys.turn_owner(turn))
     if owner is None or (owner.decode() if isinstance(owner, bytes) else owner) != user_hash(user):
         raise NotFound("not the caller's turn", public_message="This answer was not found.")
-    turn_queue.feedback({"turn": turn, "user": user_hash(user), "rating": rating,
-                         "comment": comment.strip()})
+    from shared.feedback import Feedback, store
+
+    # The comment is the person's words: it waits in Redis, the task carries the turn id only.
+    store(redis_client(s), Feedback(turn, user_hash(user), 1 if rating == "up" else -1,
+                                    comment.strip()), s.replay_ttl_s)
+    turn_queue.feedback(turn)
     from shared.metrics import FEEDBACK
 
     FEEDBACK.labels(rating).inc()
