@@ -74,21 +74,38 @@ def test_what_the_web_tier_stores_is_the_contract_with_the_language_it_detected(
 
 def test_feedback_travels_by_turn_id_and_lands_on_the_trace(scripted_stack: Stack,
                                                             scripted_llm: str) -> None:
+    import threading
+
     from assistant_cli.client import http_json
+    from shared.celery_config import FEEDBACK_TASK
     from tests.conftest import wait_for
+    from tests.test_security_review import _capture_task_events, record_events
     from tests.test_turn_streaming import trace_row
 
     set_script(scripted_llm, ["Fine [1]."])
     token = app_token(scripted_stack, "handoff-fb")
     _, done = ask(scripted_stack.base_url, token, "How does the search work?", timeout_s=60)
     assert trace_row(scripted_stack, done["turn"], "turn") is not None
+    events: list[dict[str, Any]] = []
+    stop = threading.Event()
+    thread = _capture_task_events(scripted_stack.env["ASSISTANT_REDIS_URL"], stop, events)
+    time.sleep(1.5)  # the receiver's queue is bound before the task is sent
+    comment = "too short, handoff-fb-8812"
     status, _ = http_json("POST", scripted_stack.base_url + "/api/v1/assistant/feedback",
-                          {"turn": done["turn"], "rating": "down", "comment": " too short "},
+                          {"turn": done["turn"], "rating": "down", "comment": f" {comment} "},
                           headers={"Authorization": f"Bearer {token}"})
     assert status == 202
     key = keys.turn_feedback(done["turn"])
     client = redis_client(scripted_stack.settings)
     # The worker reads the stored rating by turn id, puts it on the trace, then drops it.
+    assert wait_for(lambda: trace_row(scripted_stack, done["turn"], "feedback")[0] == -1, 15)
     assert wait_for(lambda: not client.exists(key), 15)
-    assert trace_row(scripted_stack, done["turn"], "feedback, feedback_comment") == (
-        -1, "too short")
+    stop.set()
+    thread.join(10)
+    record_events(events)
+    assert trace_row(scripted_stack, done["turn"], "feedback, feedback_comment") == (-1, comment)
+    sent = [e for e in events if e.get("type") == "task-sent" and e.get("name") == FEEDBACK_TASK]
+    assert sent, f"no feedback task-sent event among {len(events)}"
+    assert sent[-1]["args"] == repr((done["turn"],)), sent[-1]
+    for e in events:
+        assert comment not in json.dumps(e, default=str), e
