@@ -150,6 +150,31 @@ def test_cancel_stops_the_turn(scripted_stack: Stack, scripted_llm: str) -> None
     assert sum(f["type"] == "token" for f in frames) < 150, "it stopped well before the end"
 
 
+def test_sse_cancel_stops_the_turn_and_refuses_other_users(scripted_stack: Stack,
+                                                            scripted_llm: str) -> None:
+    from tests.wsutil import http_json
+
+    set_script(scripted_llm, [f"w{i} " for i in range(200)], delay_s=0.05)
+    token = app_token(scripted_stack)
+    stream = sse_frames(scripted_stack.base_url, "POST", SSE_ASK, token,
+                        body={"message": "How does the search work?"}, timeout=20)
+    frames = [next(stream)[1]]
+    while sum(f["type"] == "token" for f in frames) < 3:
+        frames.append(next(stream)[1])
+    turn = frames[0]["turn"]
+    path = f"/api/v1/assistant/turns/{turn}/cancel"
+    other = app_token(scripted_stack, "someone-else")
+    status, body = http_json("POST", scripted_stack.base_url + path,
+                             headers={"Authorization": f"Bearer {other}"})
+    assert status == 404 and "not running" in body["error"]["message"]
+    status, body = http_json("POST", scripted_stack.base_url + path,
+                             headers={"Authorization": f"Bearer {token}"})
+    assert status == 202, body
+    frames += [f for _, f in stream]
+    assert frames[-1]["type"] == "error" and frames[-1]["code"] == 499
+    assert sum(f["type"] == "token" for f in frames) < 150, "it stopped well before the end"
+
+
 def test_second_ask_while_one_runs_is_refused_and_the_first_completes(
         scripted_stack: Stack, scripted_llm: str) -> None:
     set_script(scripted_llm, CHUNKS, delay_s=0.02)

@@ -240,7 +240,7 @@ function fakeFetch() {
     calls.push(call);
     if (call.reply) return call.reply;
     const body = new ReadableStream({start(c) { call.controller = c; }});
-    init.signal.addEventListener("abort", () => {
+    if (init.signal) init.signal.addEventListener("abort", () => {
       call.aborted = true;
       try { call.controller.error(new Error("aborted")); } catch (err) { /* ended */ }
     });
@@ -313,7 +313,7 @@ test("once a WebSocket has opened on the page, a failed one is a drop, not SSE",
   assert.deepEqual(got.failed, [{code: 0, local: "error.connection"}]);
 });
 
-test("without WebSocket at all SSE is used; a refusal ends the turn; a stop ends it here",
+test("without WebSocket at all SSE is used; a refusal ends the turn; a stop posts a cancel",
   async () => {
     const http = fakeFetch();
     const refused = setup({WebSocket: undefined, fetch: http.fetch, token: async () => "tok"});
@@ -335,9 +335,52 @@ test("without WebSocket at all SSE is used; a refusal ends the turn; a stop ends
     http2.send(http2.calls[0], http2.event(f(0, "accepted")));
     await tick();
     stopped.link.cancel();
-    assert.deepEqual(stopped.got.failed, [{code: 499, message: ""}]);
+    stopped.link.cancel();
+    await tick();
+    assert.equal(http2.calls.length, 2, "one cancel request, however often Stop is pressed");
+    const post = http2.calls[1];
+    assert.equal(post.url, "/api/v1/assistant/turns/" + TURN + "/cancel");
+    assert.equal(post.init.method, "POST");
+    assert.equal(post.init.headers.Authorization, "Bearer tok");
+    assert.deepEqual(stopped.got.failed, [], "the stream stays open for the worker's 499");
+    http2.send(http2.calls[0], http2.event(f(1, "error", {code: 499, message: "Stopped."})));
+    await tick();
+    assert.deepEqual(stopped.got.frames.map((x) => [x.type, x.code]),
+      [["accepted", undefined], ["error", 499]]);
     stopped.link.close();
     assert.equal(http2.calls[0].aborted, true);
+
+    // Stop before the turn id is known: the cancel goes when the accepted frame names it.
+    const http3 = fakeFetch();
+    const early = setup({WebSocket: undefined, fetch: http3.fetch, token: async () => "tok"});
+    early.link.start(ASK);
+    await tick();
+    early.link.cancel();
+    await tick();
+    assert.equal(http3.calls.length, 1);
+    http3.send(http3.calls[0], http3.event(f(0, "accepted")));
+    await tick();
+    await tick();
+    assert.equal(http3.calls.length, 2);
+    assert.match(http3.calls[1].url, /\/cancel$/);
+    early.link.close();
+
+    // The server cannot be told (the request fails): the turn ends here as stopped.
+    const failing = setup({WebSocket: undefined, token: async () => "tok",
+      fetch: async (url, init) => {
+        if (url.endsWith("/cancel")) throw new TypeError("network");
+        return http3.fetch(url, init);
+      }});
+    failing.link.start(ASK);
+    await tick();
+    await tick();
+    http3.send(http3.calls[2], http3.event(f(0, "accepted")));
+    await tick();
+    failing.link.cancel();
+    await tick();
+    await tick();
+    assert.deepEqual(failing.got.failed, [{code: 499, message: ""}]);
+    failing.link.close();
   });
 
 test("an expired token is asked for afresh once on SSE", async () => {

@@ -151,6 +151,21 @@ def feedback() -> tuple[Response, int]:
     return jsonify({"ok": True}), 202
 
 
+@bp.post("/api/v1/assistant/turns/<turn>/cancel")
+def cancel(turn: str) -> tuple[Response, int]:
+    """Stop one of the caller's running turns: SSE's Stop (a WebSocket sends a cancel frame).
+
+    The stream then ends with the worker's error frame 499, as over a WebSocket."""
+    from web.cancel import cancel_turn
+
+    check_origin()
+    s = settings()
+    limiter(s).check_request(current_client(s), preferred_lang())
+    user = verify_access_token(bearer_token(), s.app_jwt_secret)
+    cancel_turn(redis_client(s), s, user, turn)
+    return jsonify({"ok": True}), 202
+
+
 @bp.post("/api/v1/dev/login")
 def dev_login() -> tuple[Response, int]:
     """Demo sign-in (dev and test profiles only): forwards to the app's form login."""

@@ -13,15 +13,15 @@ import redis
 from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
-from shared import turns
 from shared.config import Settings
-from shared.errors import AssistantError, NotFound, RateLimited, Unavailable
+from shared.errors import AssistantError, RateLimited
 from shared.frames import encode
 from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
+from web.cancel import cancel_turn
 from web.errors import ws_error
-from web.follow import TurnFollower, follow_existing, open_turn, owns
+from web.follow import TurnFollower, follow_existing, open_turn
 from web.guard import current_client
 from web.process_relay import relay_for_process
 from web.protocol import TICK_S, decode_frame, frame_type, parse_ask, parse_cancel, parse_resume
@@ -195,12 +195,7 @@ class Session:
 
     def cancel(self, turn: str) -> None:
         """Ask the worker to stop a turn of this user (it answers with an error frame 499)."""
-        if not owns(self.redis, self.user, turn):
-            raise NotFound("unknown turn", public_message="This answer is not running.")
-        try:
-            turns.request_cancel(self.redis, turn, self.settings.replay_ttl_s)
-        except redis.RedisError as exc:
-            raise Unavailable("cancel failed") from exc
+        cancel_turn(self.redis, self.settings, self.user, turn)
 
     def relay_frames(self, frames: list[dict[str, Any]]) -> None:
         """Send frames; when the turn has ended, drop its subscription."""

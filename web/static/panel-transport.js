@@ -261,23 +261,46 @@
       }, delay);
     }
 
-    // Stop the answer: a cancel frame once the turn id is known and the socket is open. SSE
-    // has no way to send one: the stream is closed and the turn ends here as stopped (the
-    // server finishes the answer unseen).
+    // Stop the answer once the turn id is known: a cancel frame on the socket, or over SSE a
+    // POST .../turns/{turn}/cancel. Either way the worker ends the turn with error 499, which
+    // comes as the stream's terminal frame.
     cancel() {
       if (this.closed || this.cancelRequested) return;
       this.cancelRequested = true;
-      if (this.net.sse) {
-        this.on.failed({code: CANCELLED, message: ""});
-        return;
-      }
-      if (this.turnId && this.ws && this.ws.readyState === OPEN) this.sendCancel();
+      if (!this.turnId) return;  // sent when the accepted frame names the turn
+      if (this.net.sse) this.sendCancel();
+      else if (this.ws && this.ws.readyState === OPEN) this.sendCancel();
     }
 
     sendCancel() {
-      if (this.cancelSent || !this.ws) return;
+      if (this.cancelSent) return;
+      if (this.net.sse) {
+        this.cancelSent = true;
+        this.postCancel();
+        return;
+      }
+      if (!this.ws) return;
       this.cancelSent = true;
       this.ws.send(JSON.stringify({type: "cancel", turn: this.turnId}));
+    }
+
+    async postCancel() {
+      const url = (this.env.baseUrl || "") + "/api/v1/assistant/turns/" +
+        encodeURIComponent(this.turnId) + "/cancel";
+      let resp = null;
+      try {
+        for (const fresh of [false, true]) {
+          const token = await this.env.token(fresh);
+          resp = await this.env.fetch(url, {method: "POST", cache: "no-store",
+            headers: {"Authorization": "Bearer " + token}});
+          if (resp.status !== 401) break;
+        }
+      } catch (err) { resp = null; }
+      if (this.closed) return;
+      // Accepted, or 404: the turn had already ended and its terminal frame still comes.
+      if (resp && (resp.ok || resp.status === 404)) return;
+      // The server could not be told: the turn ends here as stopped (finished unseen).
+      this.on.failed({code: CANCELLED, message: ""});
     }
 
     // What a dropped network connection does (a test hook): the turn resumes.
