@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import redis
 
 from shared import keys
-from shared.frames import TERMINAL_TYPES
 from shared.turn_request import ContractError, TurnRequest
 
 MAX_ATTEMPTS = 2
@@ -72,17 +70,3 @@ def request_stored(client: redis.Redis, turn: str) -> bool:
 def claim_rerun(client: redis.Redis, turn: str, ttl_s: int) -> bool:
     """True for the one web process allowed to re-run a turn whose worker died."""
     return bool(client.set(keys.turn_rerun(turn), "1", nx=True, ex=ttl_s))
-
-
-def last_frame(client: redis.Redis, turn: str) -> dict[str, Any] | None:
-    """The newest frame in the turn's replay log."""
-    entries: Any = client.xrevrange(keys.turn_log(turn), count=1)
-    if not entries:
-        return None
-    fields = entries[0][1]
-    return json.loads(fields.get(b"f") or fields.get("f"))
-
-
-def finished(frame: dict[str, Any] | None) -> bool:
-    """Whether a frame ends its turn."""
-    return frame is not None and frame.get("type") in TERMINAL_TYPES

@@ -28,14 +28,15 @@ def run_stored(stack: Stack, req: TurnRequest, timeout_s: float = 60) -> list[di
     client = redis_client(stack.settings)
     turns.store_request(client, req, 120)
     frame_log = FrameLog(client, req.turn, 120)
-    frame_log.append({"type": "accepted", "turn": req.turn, "seq": 0})
+    frame_log.append({"type": "accepted", "turn": req.turn})
     sender = Celery("handoff-test")
     sender.conf.update(celery_config(stack.settings))
     sender.send_task(TURN_TASK, args=[req.turn, 1], queue=TURN_QUEUE, task_id=req.turn)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not turns.finished(turns.last_frame(client, req.turn)):
+    while time.monotonic() < deadline and not any(
+            f.terminal for f in frame_log.frames_after(-1)):
         time.sleep(0.1)
-    return frame_log.frames_after(-1)
+    return [f.fields() for f in frame_log.frames_after(-1)]
 
 
 def test_the_worker_takes_the_language_from_the_request_and_never_guesses_again(

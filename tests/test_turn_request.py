@@ -138,9 +138,9 @@ def test_the_worker_ends_a_turn_it_cannot_read_with_one_error_frame(
     if raw is not None:
         client.set(keys.turn_request(req.turn), raw, ex=60)
     log = FrameLog(client, req.turn, 60)
-    log.append({"type": "accepted", "turn": req.turn, "seq": 0})
+    log.append({"type": "accepted", "turn": req.turn})
     with caplog.at_level(logging.WARNING, logger="worker.tasks"):
         answer_turn.run(req.turn, 1)  # the task's body, here; no broker is involved
-    frames = log.frames_after(0)
+    frames = [f.fields() for f in log.frames_after(0)]
     assert [(f["type"], f["code"]) for f in frames] == [("error", 503)], frames
     assert says in caplog.text and req.message not in caplog.text

@@ -19,7 +19,7 @@ from shared import keys, turns
 from shared.auth import user_hash
 from shared.config import Settings
 from shared.errors import AssistantError, NotFound, TimedOut, Unavailable
-from shared.frames import TERMINAL_TYPES, FrameLog, error_frame
+from shared.frames import Frame, FrameLog, TurnClosed, encode, error_frame
 from shared.language import detect_language
 from shared.metrics import TURN_STARTS
 from shared.turn_request import TurnRequest
@@ -29,16 +29,6 @@ from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
 log = logging.getLogger(__name__)
-
-
-def turn_created_at(client: redis.Redis, turn: str) -> float | None:
-    """When the turn was accepted (epoch seconds), from its first replay-log entry id."""
-    entries: Any = client.xrange(keys.turn_log(turn), count=1)
-    if not entries:
-        return None
-    entry_id = entries[0][0]
-    entry_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-    return int(entry_id.split("-")[0]) / 1000
 
 
 @dataclass
@@ -57,39 +47,32 @@ class TurnFollower:
     def __post_init__(self) -> None:
         self.log = FrameLog(self.client, self.turn, self.settings.replay_ttl_s)
 
-    def accept(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
+    def accept(self, frame: Frame) -> list[Frame]:
         """Frames to send now, given a live frame (older ones are dropped, gaps filled)."""
-        seq = frame.get("seq", -1)
-        if self.done or seq <= self.last:
+        if self.done or frame.seq <= self.last:
             return []
-        batch = [frame] if seq == self.last + 1 else self.log.frames_after(self.last)
+        batch = [frame] if frame.seq == self.last + 1 else self.log.frames_after(self.last)
         return self._take(batch)
 
-    def catch_up(self) -> list[dict[str, Any]]:
+    def catch_up(self) -> list[Frame]:
         """Everything in the replay log after the last frame sent."""
         return self._take(self.log.frames_after(self.last))
 
-    def _take(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _take(self, batch: list[Frame]) -> list[Frame]:
         out = []
         for f in batch:
-            if self.done or f.get("seq") != self.last + 1:
+            if self.done or f.seq != self.last + 1:
                 continue
             out.append(f)
-            self.last = f["seq"]
-            if f.get("type") == "restart":
-                self.attempt = int(f.get("attempt", self.attempt))
-            if f.get("type") in TERMINAL_TYPES:
+            self.last = f.seq
+            if f.type == "restart":
+                self.attempt = int(f.fields().get("attempt", self.attempt))
+            if f.terminal:
+                # The slot was freed by whoever logged this frame (the log's append script).
                 self.done = True
-                self._release_slot()
         return out
 
-    def _release_slot(self) -> None:
-        """The turn is over: free its in-flight slot now (the worker frees it too)."""
-        from web.guard import leases
-
-        leases(self.settings).release(self.turn)
-
-    def watch(self) -> list[dict[str, Any]]:
+    def watch(self) -> list[Frame]:
         """On silence: fill gaps from the log, then check that a worker still runs the turn.
 
         While Redis is unreachable (a restart) it waits, up to the first-token limit, then
@@ -104,24 +87,35 @@ class TurnFollower:
                 return []
             self.done = True
             exc = Unavailable("redis unreachable")
-            return [error_frame(self.turn, self.last + 1, exc.code, exc.public_message)]
+            return [_frame(error_frame(self.turn, self.last + 1, exc.code, exc.public_message))]
         self.redis_down_since = None
         return frames
 
-    def _watch(self) -> list[dict[str, Any]]:
-        missed = self.catch_up()
+    def _watch(self) -> list[Frame]:
+        # Everything the check needs, in one round trip: the frames after the last one sent,
+        # the log's head, the re-run flag, both attempts' start flags, the worker's lease.
+        pipe = self.client.pipeline(transaction=False)
+        self.log.read_after(pipe, self.last)
+        self.log.read_head(pipe)
+        pipe.exists(keys.turn_rerun(self.turn))
+        for n in range(1, turns.MAX_ATTEMPTS + 1):
+            pipe.exists(keys.turn_started(self.turn, n))
+        pipe.exists(keys.turn_lease(self.turn))
+        after, first, rerun, *started, leased = pipe.execute()
+        missed = self._take(FrameLog.frames(after))
         if missed or self.done:
             return missed
-        if not self.log.intact():
+        head = FrameLog.first(first)
+        if head is None or head[0].seq != 0:
             # The replay log starts (seq 0) before the turn is enqueued and outlives it: its
             # head gone means Redis lost its data (a restart), and with it the turn's state.
             return self._abandon(Unavailable("turn state lost", public_message=(
                 "The answer was interrupted. Please ask again.")))
-        attempt = 2 if self.client.exists(keys.turn_rerun(self.turn)) else self.attempt
-        if turns.started(self.client, self.turn, attempt):
-            if turns.lease_holder(self.client, self.turn) is not None:
+        attempt = 2 if rerun else self.attempt
+        if started[attempt - 1]:
+            if leased:
                 return []
-            late = self.catch_up()  # it may have finished between our two reads
+            late = self.catch_up()  # it may have finished between our reads
             if late or self.done:
                 return late
             if attempt < turns.MAX_ATTEMPTS and turns.claim_rerun(
@@ -132,19 +126,34 @@ class TurnFollower:
                     self.attempt = attempt + 1
                     return []
             return self._abandon(Unavailable("worker lost twice"))
-        created = turn_created_at(self.client, self.turn) or time.time()
+        created = head[1] or time.time()
         if time.time() - created > self.settings.first_token_timeout_s:
             return self._abandon(TimedOut("no worker took the turn in time"))
         return []
 
-    def _abandon(self, exc: Unavailable | TimedOut) -> list[dict[str, Any]]:
-        """End a turn nobody runs any more, once, in the log so every client sees it."""
-        if not self.client.set(keys.turn_abandoned(self.turn), "1", nx=True,
-                               ex=self.settings.replay_ttl_s):
-            return self.catch_up()
-        frame = error_frame(self.turn, self.last + 1, exc.code, exc.public_message)
-        self.log.append(frame)
-        return self._take([frame])
+    def _abandon(self, exc: Unavailable | TimedOut) -> list[Frame]:
+        """End a turn nobody runs any more, once, in the log so every client sees it; the
+        log's append frees its in-flight slot (no worker is left to)."""
+        if self.client.set(keys.turn_abandoned(self.turn), "1", nx=True,
+                           ex=self.settings.replay_ttl_s):
+            try:
+                self.log.append(error_frame(self.turn, None, exc.code, exc.public_message),
+                                seq_if_lost=self.last + 1)
+            except TurnClosed:
+                pass  # a worker ended it first: its last frame is in the log
+        out = self.catch_up()
+        if not self.done:
+            # The logged end is not readable from here (another process's claim not yet
+            # written, or a log with a hole after a restart): end it for this client anyway.
+            self.done = True
+            out.append(_frame(error_frame(self.turn, self.last + 1, exc.code,
+                                          exc.public_message)))
+        return out
+
+
+def _frame(frame: dict[str, Any]) -> Frame:
+    """A frame made here rather than logged (it reaches only this client)."""
+    return Frame(int(frame["seq"]), str(frame["type"]), encode(frame))
 
 
 def admit_turn(settings: Settings, user: str, message: str, lang: str,
@@ -191,10 +200,12 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, request: T
         ttl = settings.replay_ttl_s
         pipe = client.pipeline(transaction=False)
         pipe.set(keys.turn_owner(turn), request.user, ex=ttl)
+        turns.store_request(pipe, request, ttl)
         pipe.execute()
-        turns.store_request(client, request, ttl)
         follower = TurnFollower(client, settings, turn)
-        follower.log.append({"type": "accepted", "turn": turn, "seq": 0})
+        # The web tier writes only this first frame (seq 0): from here on the worker owns
+        # the turn's log and frees its slot with the terminal frame.
+        follower.log.append({"type": "accepted", "turn": turn})
         turn_queue.enqueue(turn, 1)
     except (redis.RedisError, OSError) as exc:
         relay.unsubscribe(sub)

@@ -2,12 +2,12 @@
 
 A socket subscribes to its turn's channel (and waits for Redis to confirm) before the turn is
 enqueued, so nothing is published before someone listens. Frames carry `seq`; a gap (e.g. a
-reconnect of this subscriber) is filled from the turn's replay log by the caller.
+reconnect of this subscriber) is filled from the turn's replay log by the caller. A frame is
+handed on as the text that was published: only its head (seq, type) is read here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -19,6 +19,7 @@ from typing import Any
 import redis
 
 from shared import keys
+from shared.frames import Frame, head
 
 log = logging.getLogger(__name__)
 CONTROL_PREFIX = keys.PREFIX + "relay:"
@@ -30,19 +31,19 @@ class Subscription:
 
     turn: str
     channel: str
-    frames: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
+    frames: queue.Queue[Frame] = field(default_factory=queue.Queue)
     confirmed: threading.Event = field(default_factory=threading.Event)
     # A session's own inbox, when it also waits for client frames: items ("frame", frame).
     sink: queue.Queue[tuple[str, Any]] | None = None
 
-    def deliver(self, frame: dict[str, Any]) -> None:
+    def deliver(self, frame: Frame) -> None:
         """Hand a live frame to whoever waits for it."""
         if self.sink is not None:
             self.sink.put(("frame", frame))
         else:
             self.frames.put(frame)
 
-    def get(self, timeout: float) -> dict[str, Any] | None:
+    def get(self, timeout: float) -> Frame | None:
         """The next frame, or None after timeout seconds of silence."""
         try:
             return self.frames.get(timeout=timeout)
@@ -137,10 +138,10 @@ class Relay:
             for sub in subs:
                 sub.confirmed.set()
         elif kind == "message":
-            try:
-                frame = json.loads(message["data"])
-            except (ValueError, TypeError):
-                log.warning("relay: undecodable frame dropped")
+            data = message.get("data")
+            frame = head(data) if isinstance(data, bytes) else None
+            if frame is None:
+                log.warning("relay: a message that is not a frame dropped")
                 return
             for sub in subs:
                 sub.deliver(frame)

@@ -11,7 +11,8 @@ from shared.frames import FrameLog, error_frame
 
 
 class TurnEmitter:
-    """Gives each frame the next seq (the web tier's `accepted` is seq 0)."""
+    """Sends a turn's frames; the log numbers them (the web tier's `accepted` is seq 0), so a
+    re-run continues where the dead attempt stopped without reading the log first."""
 
     def __init__(self, log: FrameLog, started: float | None = None, seq: int = 0,
                  on_step: Callable[[str], None] | None = None) -> None:
@@ -24,8 +25,9 @@ class TurnEmitter:
         self.finished = False
 
     def _send(self, frame_type: str, **fields: Any) -> None:
-        self.seq += 1
-        self._log.append({"type": frame_type, "turn": self.turn, "seq": self.seq, **fields})
+        # Raises TurnClosed when the turn has already ended (ended by the web tier, which
+        # found no worker in time) or Redis lost it: the attempt has nobody to answer.
+        self.seq = self._log.append({"type": frame_type, "turn": self.turn, **fields})
 
     def restart(self, attempt: int) -> None:
         """Tell clients the answer starts over (a re-run after a worker died): drop its text."""
@@ -65,5 +67,4 @@ class TurnEmitter:
     def error(self, code: int, message: str) -> None:
         """The terminal error frame (plain sentence, no internal text)."""
         self.finished = True
-        self.seq += 1
-        self._log.append(error_frame(self.turn, self.seq, code, message))
+        self.seq = self._log.append(error_frame(self.turn, None, code, message))

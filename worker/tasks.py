@@ -20,7 +20,7 @@ from celery import shared_task
 from shared import feedback, metrics, traces, turns
 from shared.celery_config import FEEDBACK_TASK, TRACE_PRUNE_TASK, TURN_TASK
 from shared.config import Settings, get_settings
-from shared.frames import FrameLog
+from shared.frames import FrameLog, TurnClosed
 from shared.limits import Leases
 from shared.redis_client import redis_client
 from shared.turn_request import ContractError
@@ -48,20 +48,21 @@ def answer_turn(turn: str, attempt: int = 1) -> None:
     if not turns.claim_attempt(client, turn, attempt, settings.replay_ttl_s):
         log.info("turn %s attempt %d: already started elsewhere; skipped", turn, attempt)
         return
-    last = turns.last_frame(client, turn)
-    if turns.finished(last):
-        return
     emit = TurnEmitter(FrameLog(client, turn, settings.replay_ttl_s), started,
-                       seq=int(last["seq"]) if last else 0, on_step=flower_step)
-    if attempt > 1:
-        emit.restart(attempt)
+                       on_step=flower_step)
     try:
-        req = turns.load_request(client, turn)
-    except ContractError as exc:
-        # Names the version or field at fault (never the user's text): a web tier and a
-        # worker of different releases show up here.
-        log.warning("turn %s: %s", turn, exc)
-        emit.error(exc.code, exc.public_message)
+        if attempt > 1:
+            emit.restart(attempt)
+        try:
+            req = turns.load_request(client, turn)
+        except ContractError as exc:
+            # Names the version or field at fault (never the user's text): a web tier and a
+            # worker of different releases show up here.
+            log.warning("turn %s: %s", turn, exc)
+            emit.error(exc.code, exc.public_message)
+            return
+    except TurnClosed:
+        log.info("turn %s attempt %d: already ended; skipped", turn, attempt)
         return
     trace = traces.Trace(turn=turn, user_hash=req.user, attempt=attempt)
     try:
@@ -70,6 +71,10 @@ def answer_turn(turn: str, attempt: int = 1) -> None:
             deps = TurnDeps(settings, lambda: corpus_connection(settings),
                             cancelled=control.cancelled)
             run_turn(req, deps, emit, trace)
+    except TurnClosed:
+        # Ended without this attempt (the web tier gave up on it) or lost with Redis' data.
+        log.info("turn %s attempt %d: its log takes no more frames; stopped", turn, attempt)
+        trace.outcome = "error"
     finally:
         observe(trace, started)
     save_trace(settings, trace)

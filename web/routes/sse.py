@@ -10,12 +10,11 @@ import queue
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from flask import Blueprint, Response, request, stream_with_context
 
 from shared.auth import verify_access_token
-from shared.frames import encode
+from shared.frames import Frame, encode
 from shared.redis_client import redis_client
 from web.auth import bearer_token, bearer_user, check_origin, json_body, settings
 from web.follow import TurnFollower, follow_existing, open_turn
@@ -27,14 +26,17 @@ from web.relay import Relay, Subscription
 bp = Blueprint("sse", __name__)
 
 
-def sse_event(frame: dict[str, Any]) -> str:
-    """One SSE event; frames with a seq carry it as the event id."""
-    head = f"id: {frame['seq']}\n" if frame.get("seq") is not None else ""
-    return f"{head}event: {frame['type']}\ndata: {encode(frame)}\n\n"
+def sse_event(frame: Frame) -> str:
+    """One SSE event: the frame's text as published, its seq as the event id."""
+    # The text is compact JSON (no raw line breaks), so it is one data line.
+    return f"id: {frame.seq}\nevent: {frame.type}\ndata: {frame.text}\n\n"
+
+
+PING_EVENT = f"event: ping\ndata: {encode({'type': 'ping'})}\n\n"
 
 
 def stream(relay: Relay, sub: Subscription, follower: TurnFollower,
-           first: list[dict[str, Any]]) -> Iterator[str]:
+           first: list[Frame]) -> Iterator[str]:
     """Frames in seq order until the terminal one; a ping event while silent."""
     ping_every = settings().ping_interval_s
     last_sent = time.monotonic()
@@ -51,7 +53,7 @@ def stream(relay: Relay, sub: Subscription, follower: TurnFollower,
                 yield sse_event(f)
                 last_sent = time.monotonic()
             if not frames and time.monotonic() - last_sent >= ping_every:
-                yield sse_event({"type": "ping"})
+                yield PING_EVENT
                 last_sent = time.monotonic()
     finally:
         relay.unsubscribe(sub)

@@ -15,7 +15,7 @@ from simple_websocket import ConnectionClosed
 
 from shared.config import Settings
 from shared.errors import AssistantError, RateLimited
-from shared.frames import encode
+from shared.frames import Frame, encode
 from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
 from web.auth import check_origin, settings
@@ -197,10 +197,12 @@ class Session:
         """Ask the worker to stop a turn of this user (it answers with an error frame 499)."""
         cancel_turn(self.redis, self.settings, self.user, turn)
 
-    def relay_frames(self, frames: list[dict[str, Any]]) -> None:
-        """Send frames; when the turn has ended, drop its subscription."""
+    def relay_frames(self, frames: list[Frame]) -> None:
+        """Send frames as they were published; when the turn has ended, drop its
+        subscription."""
         for f in frames:
-            self.send(f)
+            self.ws.send(f.text)
+            self.last_sent = time.monotonic()
         if self.follower is not None and self.follower.done:
             self.end_turn()
 
