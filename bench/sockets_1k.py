@@ -29,13 +29,13 @@ from simple_websocket import Client
 from assistant_cli import stack
 from assistant_cli.client import ws_url
 from assistant_cli.run import Plan, start_processes
-from bench.faults import children
 from shared import keys
 from shared.auth import user_hash
 from shared.config import settings_from_env
 from shared.frames import FrameLog
 from shared.redis_client import redis_client
 from tests.conftest import VAR, port, redis_url, stack_env
+from tests.fault_rounds import children
 from tests.wsutil import app_token, get_ticket
 
 USER = "socket-bench"

@@ -1,4 +1,4 @@
-"""A few rounds per fault class of bench/faults.py (the full rounds stay there): every round
+"""A few rounds per fault class of tests/fault_rounds.py (bench/faults.py runs many): every round
 ends in a complete answer or an error frame with a plain message, within the time limits;
 no silence, no lost or duplicated text. Worker SIGKILL: tests/test_worker_faults.py."""
 
@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from assistant_cli import stack
-from bench import faults
-from bench.faults import LIMIT_S, FaultStack, Result
+from tests import fault_rounds as faults
+from tests.fault_rounds import LIMIT_S, FaultStack, Result
 
 ROUNDS = 2
 DOWN = "The document index is unavailable right now. Please try again shortly."

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from assistant_cli import stack
-from bench.worker_kill import KILL_ENV, run
 from tests.conftest import Stack, port, start_stack, start_worker
+from tests.worker_kill_rounds import KILL_ENV, run
 
 
 @pytest.fixture()
