@@ -79,6 +79,14 @@ class Lexicon:
             out.extend(hits if hits else (w,))
         return " ".join(dict.fromkeys(out))
 
+    def reverse(self) -> dict[str, tuple[str, ...]]:
+        """English word -> the Czech lemmas it translates (the dictionary read backwards)."""
+        out: dict[str, list[str]] = {}
+        for cs, ens in self.entries.items():
+            for en in ens:
+                out.setdefault(en, []).append(cs)
+        return {en: tuple(sorted(cs)) for en, cs in out.items()}
+
 
 def _lines(section: str, text: str) -> Iterable[tuple[str, str]]:
     """(key path, value) for each 'key: value' line of a locale passage; the key is given

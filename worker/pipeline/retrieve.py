@@ -17,7 +17,7 @@ from shared import corpus_store
 from shared.config import Settings
 from shared.models import embed
 from shared.passage import Passage
-from worker.pipeline.lexicon import Lexicon, aligned_pairs, learn
+from worker.pipeline.lexicon import Lexicon, aligned_pairs, cs_terms, en_terms, learn
 from worker.pipeline.types import Retrieval
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -46,6 +46,17 @@ class RetrievalConfig:
     # already cover the Czech ones (both measured in docs/benchmarks.md, issue 12).
     dense_original: bool = True
     translation_english_only: bool = True
+    # Language-aware fusion variants (issue 12, item 1): the RRF weight of the translation's
+    # rankings; the weight of an extra dense ranking of a Czech question's own wording over
+    # English passages only (0 = off); the weight of a BM25 ranking of its Czech lemmas over
+    # the English passages' Czech keywords from the reversed interface dictionary (0 = off).
+    translation_weight: float = 1.0
+    original_english: float = 0.0
+    czech_keywords: float = 0.0
+    # For a Czech question, an English interface text in the ranking stands for its Czech twin
+    # (same locale file and key path): the Czech user reads the Czech string, and boosting
+    # English pages no longer pushes the Czech interface texts out through their twins.
+    czech_twins: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -172,6 +183,77 @@ def lexicon_for(lexical: LexicalIndex) -> Lexicon:
     return found
 
 
+@dataclass(frozen=True)
+class KeywordIndex:
+    """BM25 over the Czech keywords of English passages: each English word of a passage
+    replaced by its Czech twins from the reversed interface dictionary (lemmas), so a Czech
+    question's lemmas can meet an English page lexically. No model call; built with the
+    lexical index, once per index version per process."""
+
+    version: str
+    ids: tuple[str, ...]
+    postings: Postings
+
+    def top(self, question: str, k: int) -> list[tuple[str, float]]:
+        """Best k English passage ids for a Czech question's lemmas."""
+        tokens = cs_terms(question)
+        if not tokens or not self.ids:
+            return []
+        scores = self.postings.scores(tokens)
+        k = min(k, len(scores))
+        best = np.argpartition(-scores, k - 1)[:k]
+        ranked = sorted(best, key=lambda i: (-scores[i], i))
+        return [(self.ids[i], float(scores[i])) for i in ranked if scores[i] > 0]
+
+
+_keywords: dict[str, KeywordIndex] = {}
+
+
+def czech_keywords_for(lexical: LexicalIndex) -> KeywordIndex:
+    """The Czech-keyword BM25 of this index version's English passages (cached)."""
+    found = _keywords.get(lexical.version)
+    if found is None:
+        reverse = lexicon_for(lexical).reverse()
+        english = [p for p in lexical.passages if p.lang == "en"]
+        docs = [[cs for w in en_terms(p.index_text) for cs in reverse.get(w, ())]
+                for p in english]
+        found = KeywordIndex(lexical.version, tuple(p.id for p in english),
+                             Postings(BM25Okapi([d or [""] for d in docs] or [[""]])))
+        _keywords.clear()
+        _keywords[lexical.version] = found
+    return found
+
+
+_twins: dict[str, dict[str, str]] = {}
+
+
+def twins_for(lexical: LexicalIndex) -> dict[str, str]:
+    """English locale passage id -> its Czech twin's id (same file name and key path)."""
+    found = _twins.get(lexical.version)
+    if found is None:
+        czech = {(p.source.replace("/locales/cs/", "/locales/en/"), p.section): p.id
+                 for p in lexical.passages if p.lang == "cs" and "/locales/cs/" in p.source}
+        found = {p.id: czech[(p.source, p.section)] for p in lexical.passages
+                 if (p.source, p.section) in czech and "/locales/en/" in p.source}
+        _twins.clear()
+        _twins[lexical.version] = found
+    return found
+
+
+def to_czech_twins(ranked: list[tuple[str, float]], twins: dict[str, str]
+                   ) -> list[tuple[str, float]]:
+    """The ranking with each English interface text replaced by its Czech twin, at the
+    better of the two places (a passage is listed once)."""
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for pid, score in ranked:
+        pid = twins.get(pid, pid)
+        if pid not in seen:
+            seen.add(pid)
+            out.append((pid, score))
+    return out
+
+
 def interleave(main: list[tuple[str, float]], side: list[tuple[str, float]], top_k: int,
                slots: int) -> list[tuple[str, float]]:
     """Language-aware fusion: in every run of top_k places, the last `slots` go to the best
@@ -194,12 +276,14 @@ def interleave(main: list[tuple[str, float]], side: list[tuple[str, float]], top
     return out
 
 
-def fuse(rankings: list[list[tuple[str, float]]], k: int = 60) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: sum of 1/(k + rank) over the rankings, best first."""
+def fuse(rankings: list[list[tuple[str, float]]], k: int = 60,
+         weights: list[float] | None = None) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings, best first."""
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[n]
         for rank, (pid, _score) in enumerate(ranking, start=1):
-            scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + rank)
+            scores[pid] = scores.get(pid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -240,23 +324,43 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
     on_query: list[str | None] = ["en"] if config.translation_english_only and translated \
         else pools
     dense_texts = [query] + ([own] if config.dense_original and translated else [])
+    extra_dense = czech and dense and config.original_english > 0
     texts = dense_texts + ([expansion] if expansion else [])
     vectors = _vectors(settings, texts) if dense else []
+    tw = config.translation_weight if translated else 1.0
     rankings: list[list[tuple[str, float]]] = []
+    weights: list[float] = []
+
+    def add(ranking: list[tuple[str, float]], weight: float = 1.0) -> None:
+        rankings.append(ranking)
+        weights.append(weight)
+
     for n, vector in enumerate(vectors[: len(dense_texts)]):
         for lang in on_query if n == 0 else pools:
-            rankings.append(corpus_store.dense_search(conn, vector, config.candidates, lang))
+            add(corpus_store.dense_search(conn, vector, config.candidates, lang),
+                tw if n == 0 else 1.0)
+    if extra_dense:
+        # The question's own wording, by meaning, over English pages only: Czech interface
+        # texts cannot crowd them out of this ranking.
+        vector = vectors[1] if config.dense_original and translated else \
+            (vectors[0] if not translated else _vectors(settings, [own])[0])
+        add(corpus_store.dense_search(conn, vector, config.candidates, "en"),
+            config.original_english)
     if expansion and dense:
-        rankings.append(corpus_store.dense_search(conn, vectors[-1], config.candidates, "en"))
+        add(corpus_store.dense_search(conn, vectors[-1], config.candidates, "en"))
     if words:
         for lang in on_query:
-            rankings.append(lexical.top(query, config.candidates, lang))
+            add(lexical.top(query, config.candidates, lang), tw)
         if config.bm25_original and translated:
             for lang in pools:
-                rankings.append(lexical.top(own, config.candidates, lang))
+                add(lexical.top(own, config.candidates, lang))
         if expansion:
-            rankings.append(lexical.top(expansion, config.candidates, "en"))
-    ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k)
+            add(lexical.top(expansion, config.candidates, "en"))
+        if czech and config.czech_keywords > 0:
+            add(czech_keywords_for(lexical).top(own, config.candidates), config.czech_keywords)
+    ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k, weights)
+    if czech and config.czech_twins:
+        ranked = to_czech_twins(ranked, twins_for(lexical))
     return info.version, ranked[: limit or config.top_k], lexical
 
 
