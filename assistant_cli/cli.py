@@ -287,7 +287,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     questions = evaluation.load_questions(args.questions)
 
     def run(spec: str) -> dict:
-        # "NAME+fewshot" / "NAME+chat": translate Czech questions first, on this side only.
+        # "NAME+fewshot" / "NAME+chat": translate Czech questions first, on this side only
+        # ("+fewshot-v1": with issue 12's first few-shot prompt, to re-measure against).
         name, _, how = spec.partition("+")
         config, extra = evaluation.load_config(name)
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
@@ -295,16 +296,19 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         translate = None
         role = s.translation
         how = how or ("fewshot" if args.translate_fewshot else "chat" if args.translate else "")
-        if how not in ("", "fewshot", "chat"):
-            raise ConfigError(f"unknown translation {how!r}: +fewshot or +chat")
+        if how not in ("", "fewshot", "fewshot-v1", "chat"):
+            raise ConfigError(f"unknown translation {how!r}: +fewshot, +fewshot-v1 or +chat")
         if how:
-            from worker.pipeline.rewrite import translate_fewshot, translate_for_search
+            from worker.pipeline import rewrite
 
-            step = translate_fewshot if how == "fewshot" else translate_for_search
-            role = s.translator if how == "fewshot" else s.translation
+            role = s.translator if how.startswith("fewshot") else s.translation
+            prompt = rewrite.FEWSHOT_PROMPT_V1 if how == "fewshot-v1" else rewrite.FEWSHOT_PROMPT
 
             def translate(text: str) -> tuple[str, str]:
-                return step(role, text, timeout_s=120), text
+                if how == "chat":
+                    return rewrite.translate_for_search(role, text, timeout_s=120), text
+                return rewrite.translate_fewshot(role, text, timeout_s=120,
+                                                 prompt_file=prompt), text
 
         report = evaluation.run_eval(
             s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),

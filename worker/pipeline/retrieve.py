@@ -51,12 +51,12 @@ class RetrievalConfig:
     # English passages only (0 = off); the weight of a BM25 ranking of its Czech lemmas over
     # the English passages' Czech keywords from the reversed interface dictionary (0 = off).
     translation_weight: float = 1.0
-    original_english: float = 0.0
-    czech_keywords: float = 0.0
+    original_english: float = 1.0
+    czech_keywords: float = 1.0
     # For a Czech question, an English interface text in the ranking stands for its Czech twin
     # (same locale file and key path): the Czech user reads the Czech string, and boosting
     # English pages no longer pushes the Czech interface texts out through their twins.
-    czech_twins: bool = False
+    czech_twins: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:

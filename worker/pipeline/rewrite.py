@@ -47,11 +47,20 @@ def translate_for_search(role: ModelRole, text: str, timeout_s: float = 30) -> s
     return out or text
 
 
-def translate_fewshot(role: ModelRole, text: str, timeout_s: float = 30) -> str:
+FEWSHOT_PROMPT = "translate_fewshot.txt"
+# The issue-12 first prompt (three hand-written examples), kept to re-measure against.
+FEWSHOT_PROMPT_V1 = "translate_fewshot_v1.txt"
+
+
+def translate_fewshot(role: ModelRole, text: str, timeout_s: float = 30,
+                      prompt_file: str = FEWSHOT_PROMPT) -> str:
     """The question in English from a base (completion) model: a few-shot "Czech: / English:"
     prompt, greedy, one line; the original if the model gives nothing."""
+    # The examples: the app's own question-shaped interface strings with their English twins
+    # (locale files, same key path), then three written for issue 12. The prompt's head is the
+    # same for every question, so llama.cpp reuses its evaluated tokens from the last call.
     # No newline after the last "English:": the model's line must continue it.
-    prompt = prompt_text("translate_fewshot.txt").rstrip().format(text=" ".join(text.split()))
+    prompt = prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))
     try:
         resp = client_for(role, timeout_s).completions.create(
             model=role.model, prompt=prompt, temperature=0, max_tokens=80, stop=["\n"])
