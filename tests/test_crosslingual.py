@@ -31,8 +31,15 @@ from tests.conftest import (
 )
 from tests.wsutil import app_token
 from worker.pipeline.lexicon import aligned_pairs, learn
-from worker.pipeline.retrieve import RetrievalConfig, interleave, rank, retrieve
-from worker.pipeline.rewrite import translate_fewshot
+from worker.pipeline.retrieve import (
+    RetrievalConfig,
+    fuse,
+    interleave,
+    rank,
+    retrieve,
+    to_czech_twins,
+)
+from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
 
 CS = "frontend/src/i18n/locales/cs/auth.json"
 EN = "frontend/src/i18n/locales/en/auth.json"
@@ -90,6 +97,33 @@ def test_english_slots_interleave_the_english_side_into_every_run_of_top_k() -> 
     assert [p for p, _ in interleave([], side, top_k=3, slots=1)] == ["e1", "e2", "e3"]
 
 
+def test_weighted_fusion_and_czech_twins() -> None:
+    a, b = [("x", 1.0), ("y", .5)], [("y", 1.0), ("x", .5)]
+    assert [p for p, _ in fuse([a, b])] == ["x", "y"], "a tie is broken by id"
+    assert [p for p, _ in fuse([a, b], weights=[1.0, 2.0])] == ["y", "x"]
+    assert fuse([a, b], weights=[1.0, 0.0]) == fuse([a]), "weight 0 is a ranking left out"
+    twins = {"en-login": "cs-login", "en-reset": "cs-reset"}
+    ranked = [("en-login", .9), ("page", .8), ("cs-login", .7), ("en-reset", .6)]
+    assert to_czech_twins(ranked, twins) == [("cs-login", .9), ("page", .8), ("cs-reset", .6)]
+
+
+def test_fewshot_examples_are_the_apps_own_twin_questions() -> None:
+    from worker.pipeline.prompt import prompt_text
+
+    new, old = prompt_text(FEWSHOT_PROMPT), prompt_text(FEWSHOT_PROMPT_V1)
+    assert new.endswith(old), "the three issue-12 examples stay, last before the question"
+    lines = new[: -len(old)].splitlines()
+    examples = list(zip(lines[0::2], lines[1::2], strict=True))
+    assert len(examples) >= 15
+    passages, _, _ = collect(load_manifest(REPO / "corpus_jobs/manifests/become.toml"))
+    pairs = set(aligned_pairs((p.source, p.section, p.text) for p in passages))
+    for cs, en in examples:
+        assert cs.startswith("Czech: ") and en.startswith("English: ")
+        pair = (cs.removeprefix("Czech: "), en.removeprefix("English: "))
+        assert pair in pairs, f"not a locale twin pair: {pair}"
+        assert pair[0].endswith("?") and "{" not in cs + en
+
+
 def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> None:
     role = ModelRole("translation", "local", "scripted", f"{scripted_llm}/v1")
     set_script(scripted_llm, [" How do I change my password?\nCzech: extra line"])
@@ -98,6 +132,10 @@ def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> N
     body = seen[-1]["body"]
     assert body["temperature"] == 0 and body["stop"] == ["\n"]
     assert body["prompt"].endswith("Czech: Jak si změním heslo?\nEnglish:")
+    assert body["prompt"].startswith("Czech: Proč se medián počítá jinak"), "twin examples"
+    translate_fewshot(role, "Jak?", prompt_file=FEWSHOT_PROMPT_V1)
+    _, seen = http_json("GET", f"{scripted_llm}/_requests")
+    assert seen[-1]["body"]["prompt"].startswith("Czech: Jak změním jazyk aplikace?")
     set_script(scripted_llm, ["\n"])
     assert translate_fewshot(role, "Jak?") == "Jak?", "nothing back: search the original"
     set_script(scripted_llm, ["x"], status=500)
@@ -168,6 +206,37 @@ def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: 
             == retrieve(conn, twin_corpus, english, config=plain, language="en").passages
 
 
+def test_czech_question_reaches_the_english_page_without_its_english_twins(
+        twin_corpus: Settings) -> None:
+    from worker.evaluation import PRESETS
+    from worker.pipeline.retrieve import czech_keywords_for, lexical_index
+
+    question = "Jak se ukládá moje heslo? Je zašifrované?"
+    with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
+        lexical = lexical_index(conn, corpus_store.current_index(conn).version)
+        # The English page, read through the reversed dictionary: password -> heslo.
+        keywords = czech_keywords_for(lexical).top(question, 10)
+        assert {lexical.by_id[pid].lang for pid, _ in keywords} == {"en"}
+        assert "docs/security.md" in {lexical.by_id[pid].source for pid, _ in keywords}
+        assert czech_keywords_for(lexical).top("Kolik to stojí?", 10) == []
+        default = retrieve(conn, twin_corpus, question, config=RetrievalConfig(top_k=2),
+                           language="cs")
+        assert "docs/security.md" in [p.source for p in default.passages]
+        # No English interface text for a Czech question: its Czech twin stands for it.
+        _, ranked, _ = rank(conn, twin_corpus, RetrievalConfig(), question, limit=10,
+                            language="cs")
+        sources = [lexical.by_id[pid].source for pid, _ in ranked]
+        assert EN not in sources and CS in sources
+        _, ranked, _ = rank(conn, twin_corpus, PRESETS["hybrid-v1"], question, limit=10,
+                            language="cs")
+        assert EN in [lexical.by_id[pid].source for pid, _ in ranked], "before: the twins"
+        # English questions are untouched by every Czech-only step.
+        english = "How is my password stored?"
+        assert retrieve(conn, twin_corpus, english, config=RetrievalConfig(),
+                        language="en").passages == retrieve(
+            conn, twin_corpus, english, config=PRESETS["hybrid-v1"], language="en").passages
+
+
 def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
     from shared.config import settings_from_env
 
@@ -176,6 +245,8 @@ def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
     assert s.translator.model == "gemma-3-270m" and s.translator.provider == "local"
     assert RetrievalConfig().dense_original, "the original wording is searched by meaning too"
     assert RetrievalConfig().translation_english_only
+    c = RetrievalConfig()
+    assert c.czech_twins and c.original_english == 1.0 and c.czech_keywords == 1.0
     hosted = settings_from_env({"ASSISTANT_LLM_PROVIDER": "api", "ASSISTANT_API_KEY": "k"})
     assert hosted.translates and not hosted.fewshot_translates, "a hosted role translates"
     off = settings_from_env({"ASSISTANT_TRANSLATE_QUERIES": "off"})
