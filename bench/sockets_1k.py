@@ -53,7 +53,7 @@ def fake_turn(client: Any, turn: str) -> FrameLog:
     pipe.set(keys.turn_lease(turn), "bench:0:1", ex=TTL)
     pipe.execute()
     log = FrameLog(client, turn, TTL)
-    log.append({"type": "accepted", "turn": turn, "seq": 0})
+    log.append({"type": "accepted", "turn": turn})  # seq 0
     return log
 
 
@@ -74,9 +74,8 @@ def probe(base: str, token: str, client: Any, frames: int, rate: float) -> list[
     time.sleep(0.5)  # subscribed (a resume subscribes before it replays)
 
     def publish() -> None:
-        for seq in range(1, frames + 1):
-            log.append({"type": "token", "turn": turn, "seq": seq, "text": "x",
-                        "t": time.time()})
+        for _ in range(frames):
+            log.append({"type": "token", "turn": turn, "text": "x", "t": time.time()})
             time.sleep(1 / rate)
 
     threading.Thread(target=publish, daemon=True).start()
@@ -167,11 +166,9 @@ def main() -> None:
             opened, stop_bg = threading.Event(), threading.Event()
 
             def background() -> None:
-                seq = 1
                 while not stop_bg.wait(args.background_s):
                     for log in logs:
-                        log.append({"type": "token", "turn": log.turn, "seq": seq, "text": "y"})
-                    seq += 1
+                        log.append({"type": "token", "turn": log.turn, "text": "y"})
 
             threading.Thread(target=background, daemon=True).start()
             loop = asyncio.new_event_loop()

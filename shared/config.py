@@ -47,6 +47,10 @@ class Settings:
     # only with the dev secret, never in production.
     dev_tokens: bool = False
     redis_url: str = "redis://127.0.0.1:6379/0"
+    # One bounded pool per process: a web process's greenlets wait up to redis_pool_timeout_s
+    # for a free connection instead of opening one each (1,000 sockets, one Redis).
+    redis_max_connections: int = 64
+    redis_pool_timeout_s: float = 2.0
     corpus_dsn: str = "postgresql://corpus_owner@127.0.0.1:5433/corpus"
     corpus_read_dsn: str = "postgresql://corpus_reader@127.0.0.1:5433/corpus"
     assistant_dsn: str = "postgresql://assistant@127.0.0.1:5433/assistant"
@@ -263,6 +267,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         profile=profile,
         dev_tokens=_bool(env.get("ASSISTANT_DEV_TOKENS", "false"), "ASSISTANT_DEV_TOKENS"),
         redis_url=env.get("ASSISTANT_REDIS_URL", d.redis_url),
+        redis_max_connections=int(num("REDIS_MAX_CONNECTIONS", d.redis_max_connections)),
+        redis_pool_timeout_s=float(num("REDIS_POOL_TIMEOUT_S", d.redis_pool_timeout_s, float)),
         corpus_dsn=env.get("ASSISTANT_CORPUS_DSN", d.corpus_dsn),
         corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
         assistant_dsn=env.get("ASSISTANT_DB_DSN", d.assistant_dsn),
@@ -372,6 +378,9 @@ def validate(settings: Settings) -> None:
                             ("ASSISTANT_CLIENT_REQUEST_LIMIT", settings.client_request_limit),
                             ("ASSISTANT_GLOBAL_MESSAGE_LIMIT", settings.global_message_limit)):
         parse_rate(value, env_name)
+    if settings.redis_max_connections < 4:
+        # The relay's subscription holds one for good; the requests need the rest.
+        raise ConfigError("ASSISTANT_REDIS_MAX_CONNECTIONS must be at least 4")
     if settings.slot_lease_s < 0.5:
         # Holders renew several times per lease; shorter leases lapse on ordinary jitter.
         raise ConfigError("ASSISTANT_SLOT_LEASE_S must be at least 0.5 seconds")

@@ -192,3 +192,24 @@ def test_unknown_route_and_bad_method_are_plain_json(scripted_stack: Stack) -> N
     assert status == 404 and body == {"error": {"code": 404, "message": "Not found."}}
     status, body = http_json("GET", f"{scripted_stack.base_url}/api/v1/assistant/tickets")
     assert status == 405
+
+
+def test_the_socket_never_negotiates_compression(scripted_stack: Stack) -> None:
+    # permessage-deflate keeps a zlib compressor and decompressor for every socket (some
+    # 300 kB); browsers always offer it, and simple-websocket accepts whatever is offered.
+    import http.client
+    from urllib.parse import urlparse
+
+    u = urlparse(scripted_stack.base_url)
+    ticket = get_ticket(scripted_stack.base_url, app_token(scripted_stack))
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        conn.request("GET", f"/api/v1/assistant/ws?ticket={ticket}", headers={
+            "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Extensions": "permessage-deflate; client_max_window_bits"})
+        resp = conn.getresponse()
+        assert resp.status == 101
+        assert resp.getheader("Sec-WebSocket-Extensions") is None
+    finally:
+        conn.close()

@@ -8,7 +8,8 @@ from typing import Any
 bind = os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("ASSISTANT_WEB_WORKERS", "2"))
 worker_class = "gevent"
-worker_connections = 1000
+# 1,000 open sockets a process (issue 15) and room for the requests that open them.
+worker_connections = int(os.environ.get("ASSISTANT_WEB_WORKER_CONNECTIONS", "1200"))
 timeout = 60
 graceful_timeout = 10
 accesslog = "-"

@@ -43,6 +43,10 @@ def _authorize_upgrade() -> None:
     if request.path != WS_PATH:
         return
     check_origin()
+    # No permessage-deflate: simple-websocket accepts it whenever a client offers it (every
+    # browser does), and its zlib state costs some 300 kB a socket, more than the whole rest
+    # of one. Frames are small JSON; compression would save little of the wire.
+    request.environ.pop("HTTP_SEC_WEBSOCKET_EXTENSIONS", None)
     g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
     g.ws_client = current_client(settings())  # asks are counted per address too
 
