@@ -19,7 +19,7 @@ import time
 from shared.config import get_settings
 from shared.language import detect_language
 from worker.evaluation import load_questions, percentile
-from worker.pipeline.rewrite import translate_fewshot
+from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
 
 
 def main() -> None:
@@ -27,18 +27,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--questions", nargs="+", required=True)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--prompt", choices=("twins", "v1"), default="twins",
+                    help="the few-shot prompt: twin examples (default) or issue 12's first")
     args = ap.parse_args()
+    prompt = FEWSHOT_PROMPT_V1 if args.prompt == "v1" else FEWSHOT_PROMPT
     role = get_settings().translator
     texts = [q.question for path in args.questions for q in load_questions(path)
              if detect_language(q.question) == "cs"]
     load_before = os.getloadavg()
-    translate_fewshot(role, "Dobrý den", timeout_s=120)  # warm-up: load the model pages
+    translate_fewshot(role, "Dobrý den", 120, prompt)  # warm-up: load the model pages
     times: list[float] = []
     out: dict[str, str] = {}
     for _ in range(args.repeat):
         for text in texts:
             t0 = time.perf_counter()
-            out[text] = translate_fewshot(role, text, timeout_s=120)
+            out[text] = translate_fewshot(role, text, 120, prompt)
             times.append((time.perf_counter() - t0) * 1000)
     times.sort()
     for text, english in out.items():
