@@ -354,6 +354,23 @@ def start_translator_server(sup: Supervisor, port: int, name: str = "translator"
                             "--n_ctx", "2048", "--n_threads", "2", "--verbose", "false",
                             "--interrupt_requests", "false"])
     wait_until(lambda: http_ok(base + "/models"), 120, name, proc)
+    warm_translator(base)
+
+
+def warm_translator(base_url: str, model: str = "gemma-3-270m") -> bool:
+    """Translate one greeting so the server has evaluated the few-shot prompt's head (the same
+    for every question; llama.cpp keeps it between requests): otherwise the first Czech
+    question waits 4-7 s for it (docs/benchmarks.md, issue 12). False when the call fails."""
+    from shared.config import ModelRole
+    from shared.errors import ModelError
+    from worker.pipeline.rewrite import translate_fewshot
+
+    try:
+        translate_fewshot(ModelRole("translator", "local", model, base_url), "Dobrý den",
+                          timeout_s=120)
+    except ModelError:
+        return False
+    return True
 
 
 # --- Start-up checks ---------------------------------------------------------------------

@@ -125,6 +125,8 @@ def test_fewshot_examples_are_the_apps_own_twin_questions() -> None:
 
 
 def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> None:
+    from worker.pipeline.prompt import prompt_text
+
     role = ModelRole("translation", "local", "scripted", f"{scripted_llm}/v1")
     set_script(scripted_llm, [" How do I change my password?\nCzech: extra line"])
     assert translate_fewshot(role, "Jak si  změním\nheslo?") == "How do I change my password?"
@@ -138,9 +140,16 @@ def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> N
     assert seen[-1]["body"]["prompt"].startswith("Czech: Jak změním jazyk aplikace?")
     set_script(scripted_llm, ["\n"])
     assert translate_fewshot(role, "Jak?") == "Jak?", "nothing back: search the original"
+    # The stack warms a translator it starts: the prompt's head is evaluated before any question.
+    set_script(scripted_llm, [" Hello"])
+    assert stack.warm_translator(f"{scripted_llm}/v1", "scripted")
+    _, seen = http_json("GET", f"{scripted_llm}/_requests")
+    assert seen[-1]["body"]["prompt"] == prompt_text(FEWSHOT_PROMPT).rstrip().format(
+        text="Dobrý den")
     set_script(scripted_llm, ["x"], status=500)
     with pytest.raises(ModelError):
         translate_fewshot(role, "Jak?")
+    assert not stack.warm_translator(f"{scripted_llm}/v1", "scripted"), "a failed warm-up"
 
 
 DB = "corpus_crosslingual"
