@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import threading
 import time
@@ -63,6 +64,12 @@ def rss_kb(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError("no VmRSS")
+
+
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) a process has used, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def probe(base: str, token: str, client: Any, frames: int, rate: float) -> list[float]:
@@ -143,6 +150,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=50.0, help="probe frames per second")
     ap.add_argument("--background-s", type=float, default=BACKGROUND_S,
                     help="a token to every open socket's turn this often")
+    ap.add_argument("--spread", action="store_true",
+                    help="spread the background tokens evenly, not all at once per period")
     args = ap.parse_args()
     env = stack_env({"ASSISTANT_REDIS_URL": redis_url(3),
                      "GUNICORN_CMD_ARGS": f"--worker-connections {args.sockets + 100}"})
@@ -166,8 +175,18 @@ def main() -> None:
             opened, stop_bg = threading.Event(), threading.Event()
 
             def background() -> None:
-                while not stop_bg.wait(args.background_s):
+                if not args.spread:  # every socket's token at once, once a period
+                    while not stop_bg.wait(args.background_s):
+                        for log in logs:
+                            log.append({"type": "token", "turn": log.turn, "text": "y"})
+                    return
+                # The same tokens spread evenly over each period, as independent turns'
+                # tokens arrive.
+                gap, due = args.background_s / len(logs), time.monotonic()
+                while not stop_bg.is_set():
                     for log in logs:
+                        due += gap
+                        time.sleep(max(0.0, due - time.monotonic()))
                         log.append({"type": "token", "turn": log.turn, "text": "y"})
 
             threading.Thread(target=background, daemon=True).start()
@@ -191,7 +210,9 @@ def main() -> None:
             time.sleep(2)
             after = rss_kb(pid)
 
+            cpu0, wall0 = cpu_s(pid), time.monotonic()
             crowd = probe(base, token, client, args.frames, args.rate)
+            busy = (cpu_s(pid) - cpu0) / (time.monotonic() - wall0)
             stop_bg.set()
             delivered = sum(got)
             loop.call_soon_threadsafe(stop.set)
@@ -203,10 +224,12 @@ def main() -> None:
           f"gevent worker")
     print(f"web worker RSS: {before / 1024:.1f} MiB before, {after / 1024:.1f} MiB with them "
           f"open: {per:.1f} kB a socket (goal <= 150 kB)")
+    print(f"web worker CPU while the crowd probe ran: {busy:.0%} of one core")
     print(f"probe relay latency, {args.frames} frames at {args.rate:.0f}/s:")
     print(f"  no other sockets:        {pct(alone)}")
     print(f"  {args.sockets} sockets open:   {pct(crowd)}  (background: a token per socket "
-          f"every {args.background_s:g} s, {delivered} delivered)")
+          f"every {args.background_s:g} s{', spread' if args.spread else ', all at once'}, "
+          f"{delivered} delivered)")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
 log = logging.getLogger(__name__)
+WATCH_S = 2.0  # silence before the watchdog looks, and between its looks
 
 
 @dataclass
@@ -43,6 +44,8 @@ class TurnFollower:
     done: bool = False
     log: FrameLog = field(init=False)
     redis_down_since: float | None = None
+    # When a frame last arrived, or the watchdog last looked (monotonic seconds).
+    _heard: float = field(init=False, default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         self.log = FrameLog(self.client, self.turn, self.settings.replay_ttl_s)
@@ -59,6 +62,8 @@ class TurnFollower:
         return self._take(self.log.frames_after(self.last))
 
     def _take(self, batch: list[Frame]) -> list[Frame]:
+        if batch:
+            self._heard = time.monotonic()
         out = []
         for f in batch:
             if self.done or f.seq != self.last + 1:
@@ -76,8 +81,14 @@ class TurnFollower:
         """On silence: fill gaps from the log, then check that a worker still runs the turn.
 
         While Redis is unreachable (a restart) it waits, up to the first-token limit, then
-        ends the turn for this client with an error frame; never silence.
+        ends the turn for this client with an error frame; never silence. It looks only after
+        WATCH_S without a frame, and then every WATCH_S: a streaming turn is plainly alive,
+        and a thousand followed turns cost a thousand round trips a second at one-second
+        checks (the worker's lease is 6 s, so a death is still seen within a few seconds).
         """
+        if time.monotonic() - self._heard < WATCH_S:
+            return []
+        self._heard = time.monotonic()
         try:
             frames = self._watch()
         except redis.RedisError:
