@@ -1,0 +1,62 @@
+"""Two translations per Czech question (both few-shot prompts), fused: does n-best help?
+
+Each Czech question is ranked with the default RetrievalConfig once per translation (the
+translations cached by bench.crosslingual_sweep, `--prompt twins` and `--prompt v1`), and the
+two rankings are fused by RRF; compared with the default (one translation, sweep variant
+`new`) by the paired bootstrap. English questions are ranked once, as always.
+
+Run after the sweep has cached both prompts' translations and its `new` variant:
+    .venv/bin/python -m bench.crosslingual_sweep --prompt twins '{"new": {}}'
+    .venv/bin/python -m bench.crosslingual_sweep --prompt v1 '{"new": {}}'
+    .venv/bin/python -m bench.crosslingual_nbest
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from shared import corpus_store
+from shared.config import get_settings
+from shared.language import detect_language
+from worker import evaluation as ev
+from worker.pipeline.retrieve import RetrievalConfig, fuse, lexical_index, rank
+
+SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}
+
+
+def main() -> None:
+    """Rank with both translations, fuse, print metrics and the bootstrap against one."""
+    s = get_settings()
+    out = Path("var/sweep")
+    both = [json.loads((out / f"translations-{p}.json").read_text()) for p in ("twins", "v1")]
+    base = json.loads((out / "new-twins.json").read_text())
+    config = RetrievalConfig(candidates=2 * ev.MRR_DEPTH)
+    for key, path in SETS.items():
+        rows: list[dict[str, Any]] = []
+        with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+            lexical = lexical_index(conn, corpus_store.current_index(conn).version)
+            for q in ev.load_questions(path):
+                if not q.expected_source:
+                    continue
+                lang = detect_language(q.question)
+                texts = [t[q.question]["en"] for t in both] if lang == "cs" else [q.question]
+                ranked = fuse([rank(conn, s, config, text, q.question, limit=20,
+                                    language=lang)[1] for text in texts])
+                passages = [lexical.by_id[pid] for pid, _ in ranked[: ev.MRR_DEPTH]]
+                rows.append({"id": q.id, "language": q.language,
+                             "rank": ev.first_hit(passages, q)})
+        for lang in ("cs", "en"):
+            m = ev.metrics([r["rank"] for r in rows if r["language"] == lang])
+            print(f"{key:<7} {lang} {m['hit@1']:.2f}/{m['hit@3']:.2f}/{m['hit@5']:.2f} "
+                  f"MRR {m['mrr']:.2f} (n={m['n']})")
+        c = ev.compare(base[key], {"questions": rows})["by_language"]["cs"]
+        h, r = c["hit@3"], c["mrr"]
+        print(f"{'':>10} cs vs one translation: d@3 {h['mean_diff']:+.3f} [{h['ci95'][0]:+.3f}, "
+              f"{h['ci95'][1]:+.3f}]  dMRR {r['mean_diff']:+.3f} [{r['ci95'][0]:+.3f}, "
+              f"{r['ci95'][1]:+.3f}]")
+
+
+if __name__ == "__main__":
+    main()
