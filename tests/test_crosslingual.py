@@ -316,3 +316,47 @@ def test_compare_bootstraps_each_language_on_its_own() -> None:
     assert out["by_language"]["en"]["hit@3"]["mean_diff"] == 0
     assert out["by_language"]["cs"]["questions"] == 3
     assert out["by_language"]["cs"]["hit@3"]["mean_diff"] == round(2 / 3, 4)
+
+
+def test_eval_retrieval_compares_the_old_default_with_the_new(
+        twin_corpus: Settings, scripted_llm: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from shared.language import detect_language
+
+    rows = [("cs1", "cs", "Jak se ukládá moje heslo? Je zašifrované?"),
+            ("en1", "en", "How is my password stored?")]
+    assert [detect_language(q) for _, _, q in rows] == ["cs", "en"]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({
+        "id": i, "language": lang, "question": q, "expected_source": "docs/security.md",
+        "expected_location": "# Security > ## Password storage"}) + "\n" for i, lang, q in rows))
+    set_script(scripted_llm, [" How is my password stored?\nCzech: more"])
+    _, before = http_json("GET", f"{scripted_llm}/_requests")
+    env = dict(os.environ, ASSISTANT_CORPUS_READ_DSN=twin_corpus.corpus_read_dsn,
+               ASSISTANT_EMBEDDING_BASE_URL=twin_corpus.embeddings.base_url,
+               ASSISTANT_TRANSLATOR_BASE_URL=f"{scripted_llm}/v1",
+               ASSISTANT_TRANSLATOR_MODEL="scripted-translator")
+    out = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-c", "from assistant_cli.cli import main; raise SystemExit(main())",
+         "eval", "retrieval", "--questions", str(questions), "--settings",
+         "hybrid-v1+fewshot-v1", "--compare", "hybrid+fewshot", "--out", str(out)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["a"]["name"] == "hybrid-v1+fewshot-v1" and report["b"]["name"] == "hybrid+fewshot"
+    assert not report["a"]["settings"]["czech_twins"] and report["b"]["settings"]["czech_twins"]
+    for side in ("a", "b"):
+        cs = [q for q in report[side]["questions"] if q["id"] == "cs1"][0]
+        assert cs["translation"] == "How is my password stored?" and cs["rank"] is not None
+    assert set(report["comparison"]["by_language"]) == {"cs", "en"}
+    # One translation per side, for the Czech question only, each with its own prompt.
+    _, seen = http_json("GET", f"{scripted_llm}/_requests")
+    prompts = [r["body"]["prompt"] for r in seen[len(before):]
+               if r.get("path", "").endswith("/v1/completions")]
+    assert len(prompts) == 2
+    assert prompts[0].startswith("Czech: Jak změním jazyk aplikace?"), "the first prompt"
+    assert prompts[1].startswith("Czech: Proč se medián počítá jinak"), "the twin examples"
