@@ -195,7 +195,7 @@ def test_unknown_route_and_bad_method_are_plain_json(scripted_stack: Stack) -> N
 
 
 def test_the_socket_never_negotiates_compression(scripted_stack: Stack) -> None:
-    # permessage-deflate keeps a zlib compressor and decompressor for every socket (some
+    # permessage-deflate keeps a zlib compressor and decompressor for every socket (about
     # 300 kB); browsers always offer it, and simple-websocket accepts whatever is offered.
     import http.client
     from urllib.parse import urlparse
