@@ -161,15 +161,6 @@ class FrameLog:
             raise TurnClosed("turn ended" if seq == -1 else "turn log gone")
         return seq
 
-    def head(self) -> tuple[Frame, float | None] | None:
-        """The log's first frame and, for seq 0, when it was written (epoch s)."""
-        entries: Any = self._client.xrange(self._log, count=1)
-        if not entries:
-            return None
-        fields = entries[0][1]
-        at = fields.get(b"at") or fields.get("at")
-        return _entry(entries[0]), float(at) if at is not None else None
-
     def frames_after(self, after_seq: int) -> list[Frame]:
         """The logged frames with seq greater than after_seq, in order (read from there on)."""
         entries: Any = self._client.xrange(self._log, min=f"{after_seq + 1}-0")
