@@ -1,6 +1,7 @@
 """A message's limit checks cost two Redis round trips all told: its admission (the address's
 request window, the in-flight caps and every message window, in one script) and the slot's
-release. bench/limits_cost.py times them."""
+release. bench/limits_cost.py times them. A followed turn's watchdog looks in one round trip
+too (it made five, one after the other, every silent second)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,33 @@ def test_the_one_script_refuses_without_consuming_anything(
     with pytest.raises(RateLimited) as daily:
         limiter.check_message("dan", "one")
     assert "a day" in daily.value.public_message
+
+
+def test_the_watchdog_looks_in_one_round_trip_and_not_while_frames_flow(
+        services: stack.Supervisor) -> None:
+    import time
+    import uuid
+
+    from shared import keys
+    from shared.frames import Frame, FrameLog
+    from web.follow import WATCH_S, TurnFollower
+
+    url = redis_url(5)
+    settings = settings_from_env({"ASSISTANT_PROFILE": "test", "ASSISTANT_REDIS_URL": url})
+    client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(
+        url, connection_class=CountingConnection))
+    turn = uuid.uuid4().hex
+    client.set(keys.turn_started(turn, 1), "1", ex=60)  # a live turn: started and leased
+    client.set(keys.turn_lease(turn), "worker", ex=60)
+    worker_log = FrameLog(redis.Redis.from_url(url), turn, 60)
+    worker_log.append({"type": "accepted", "turn": turn})
+    follower = TurnFollower(client, settings, turn, last=0)
+    follower.watch()  # scripts and connection warmed
+    assert sends(follower.watch) == 0  # it looked less than WATCH_S ago
+    follower._heard -= WATCH_S
+    assert sends(follower.watch) == 1  # catch-up, log head, flags and lease in one pipeline
+    worker_log.append({"type": "token", "turn": turn, "text": "x"})
+    follower._heard = time.monotonic() - WATCH_S
+    got: list[Frame] = []
+    assert sends(lambda: got.extend(follower.watch())) == 1
+    assert [f.seq for f in got] == [1]
