@@ -360,3 +360,53 @@ def test_eval_retrieval_compares_the_old_default_with_the_new(
     assert len(prompts) == 2
     assert prompts[0].startswith("Czech: Jak změním jazyk aplikace?"), "the first prompt"
     assert prompts[1].startswith("Czech: Proč se medián počítá jinak"), "the twin examples"
+
+
+def test_freedict_is_read_from_the_installed_debian_packages(tmp_path: Path) -> None:
+    from worker.pipeline import bilingual
+
+    table = bilingual.load()
+    assert len(table.entries) > 50_000, "eng-ces read backwards, plus ces-eng"
+    # An inflected form reaches its lemma's senses; the senses are the dictionary's own.
+    assert ("password",) in table.senses("hesla")
+    assert ("database",) in table.senses("databáze")
+    # The corpus picks the sense: only senses that can match, a cognate first, then the
+    # most used; an unknown word (a name) is kept as written.
+    assert table.english("Kolik stojí projekt BeCoMe?", 1,
+                         {"project": 3, "plan": 9, "design": 5, "become": 2}) \
+        == ["kolik", "stojí", "project", "become"]
+    assert table.english("Jak se ukládají hesla?", 1, {"password": 1, "put": 1}) \
+        == ["put", "password"]
+    assert table.english("Jak se ukládají hesla?", 1, {"password": 1}) \
+        == ["ukládají", "password"]
+    with pytest.raises(bilingual.DictionaryMissing, match="dict-freedict-eng-ces"):
+        list(bilingual.read_dictd(bilingual.ENG_CES, tmp_path))
+
+
+def test_freedict_ranking_brings_a_czech_question_to_the_english_page(
+        twin_corpus: Settings) -> None:
+    from worker.evaluation import PRESETS
+    from worker.pipeline.retrieve import lexical_index
+
+    # Words only: no translation, no twin dictionary, no Czech keywords, no twin swap.
+    words = RetrievalConfig(mode="bm25", czech_keywords=0.0, czech_twins=False, top_k=10)
+    question = "Kde se ukládá heslo?"
+    with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
+        lexical = lexical_index(conn, corpus_store.current_index(conn).version)
+
+        def sources(config: RetrievalConfig, lang: str = "cs") -> list[str]:
+            _, ranked, _ = rank(conn, twin_corpus, config, question, language=lang)
+            return [lexical.by_id[pid].source for pid, _ in ranked]
+
+        assert "docs/security.md" not in sources(words), "Czech words miss the English page"
+        found = sources(dataclasses.replace(words, bilingual=1.0))
+        assert "docs/security.md" in found, "heslo -> password"
+        assert CS in found, "the Czech interface texts stay"
+        # Czech questions only: an English question ranks as without it.
+        assert sources(dataclasses.replace(words, bilingual=1.0), "en") == sources(words, "en")
+        # The preset ranks the page too, with the default's other rankings.
+        assert "docs/security.md" in [
+            p.source for p in retrieve(conn, twin_corpus, question,
+                                       config=dataclasses.replace(PRESETS["hybrid-freedict"],
+                                                                  top_k=5),
+                                       language="cs").passages]

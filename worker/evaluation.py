@@ -42,6 +42,9 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-v1": RetrievalConfig(**V1),
     "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0),
     "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0),
+    # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
+    # English passages (issue 12, third round: measured, not a clear gain, not the default).
+    "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),
 }
 
 

@@ -17,6 +17,7 @@ from shared import corpus_store
 from shared.config import Settings
 from shared.models import embed
 from shared.passage import Passage
+from worker.pipeline import bilingual as freedict
 from worker.pipeline.lexicon import Lexicon, aligned_pairs, cs_terms, en_terms, learn
 from worker.pipeline.types import Retrieval
 
@@ -57,6 +58,16 @@ class RetrievalConfig:
     # (same locale file and key path): the Czech user reads the Czech string, and boosting
     # English pages no longer pushes the Czech interface texts out through their twins.
     czech_twins: bool = True
+    # The RRF weight of a BM25 ranking over English passages of the Czech question's words
+    # looked up in Debian's general FreeDict Czech-English dictionary (bilingual.py; 0 = off),
+    # with at most this many English senses per Czech word.
+    bilingual: float = 0.0
+    bilingual_senses: int = 3
+    # How a Czech word's senses are ordered: "dictionary" (most often given, shortest),
+    # "corpus" (a word like the Czech one first, then the senses most used in the passages).
+    bilingual_rank: str = "corpus"
+    # The RRF weight of a dense ranking of that bag of words over English passages (0 = off).
+    bilingual_dense: float = 0.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -108,6 +119,10 @@ class Postings:
             tf = np.asarray(tfs[term], dtype=np.float64)
             weight = (bm25.idf.get(term) or 0) * tf * (bm25.k1 + 1) / (tf + norm[ids])
             self._postings[term] = (ids, weight)
+
+    def frequencies(self) -> dict[str, int]:
+        """Every indexed term -> the number of documents that contain it."""
+        return {term: len(ids) for term, (ids, _w) in self._postings.items()}
 
     def scores(self, tokens: list[str]) -> np.ndarray:
         """Scores of every document for the query tokens (repeated tokens count again)."""
@@ -348,6 +363,12 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
             config.original_english)
     if expansion and dense:
         add(corpus_store.dense_search(conn, vectors[-1], config.candidates, "en"))
+    bag = " ".join(freedict.load().english(
+        own, config.bilingual_senses, lexical.postings.frequencies(), config.bilingual_rank)
+    ) if czech and (config.bilingual > 0 or config.bilingual_dense > 0) else ""
+    if bag and dense and config.bilingual_dense > 0:
+        add(corpus_store.dense_search(conn, _vectors(settings, [bag])[0], config.candidates,
+                                      "en"), config.bilingual_dense)
     if words:
         for lang in on_query:
             add(lexical.top(query, config.candidates, lang), tw)
@@ -356,6 +377,8 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
                 add(lexical.top(own, config.candidates, lang))
         if expansion:
             add(lexical.top(expansion, config.candidates, "en"))
+        if czech and config.bilingual > 0:
+            add(lexical.top(bag, config.candidates, "en"), config.bilingual)
         if czech and config.czech_keywords > 0:
             add(czech_keywords_for(lexical).top(own, config.candidates), config.czech_keywords)
     ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k, weights)
