@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed-stamp
 APT_PACKAGES_RUN := redis-server
 # qemu-user and binutils: tests/test_portable_binaries.py disassembles the native code we ship
 # and runs it on an emulated CPU without AVX-512.
-APT_PACKAGES_TEST := redis-server chromium qemu-user binutils
+# dict-freedict-*: tests/test_crosslingual.py reads Debian's Czech-English FreeDict dictionary
+# (GPL-2+), the lexicon of the non-default hybrid-freedict preset (docs/benchmarks.md, issue 12).
+APT_PACKAGES_TEST := redis-server chromium qemu-user binutils dict-freedict-eng-ces \
+	dict-freedict-ces-eng
 
 .PHONY: run test deps lint typecheck pytest clean system-deps-run system-deps-test \
         docker-images docker-smoke system-deps-docker
