@@ -20,6 +20,7 @@ from typing import Any
 import redis
 
 from shared import keys
+from shared.limits import release_slot_lua
 
 TERMINAL_TYPES = frozenset({"done", "error"})
 _TYPE = re.compile(r"[a-z_]{1,32}")
@@ -112,12 +113,7 @@ else
 end
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
 if ARGV[1] == 'done' or ARGV[1] == 'error' then
-  local user = redis.call('HGET', KEYS[3], 'user')
-  local proc = redis.call('HGET', KEYS[3], 'proc')
-  if user then redis.call('ZREM', user, ARGV[5]) end
-  if proc then redis.call('ZREM', proc, ARGV[5]) end
-  redis.call('ZREM', KEYS[4], ARGV[5])
-  redis.call('DEL', KEYS[3])
+""" + release_slot_lua("KEYS[3]", "KEYS[4]", "ARGV[5]") + """
 end
 return seq
 """

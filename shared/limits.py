@@ -439,15 +439,22 @@ return {0, 0, ''}
 
 # KEYS: holder hash, cluster set. ARGV: turn. The user and process sets are named in the
 # holder hash (one round trip instead of a read and then a MULTI).
-_RELEASE_LUA = """
-local user = redis.call('HGET', KEYS[1], 'user')
-local proc = redis.call('HGET', KEYS[1], 'proc')
-if user then redis.call('ZREM', user, ARGV[1]) end
-if proc then redis.call('ZREM', proc, ARGV[1]) end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('DEL', KEYS[1])
-return 1
+def release_slot_lua(holder: str, cluster: str, turn: str) -> str:
+    """Lua lines that free a turn's in-flight slot, given the script's names for its keys.
+
+    The one definition of a release: Slots.release runs it, and the frame log runs it inside
+    the script that appends a turn's terminal frame."""
+    return f"""
+local user = redis.call('HGET', {holder}, 'user')
+local proc = redis.call('HGET', {holder}, 'proc')
+if user then redis.call('ZREM', user, {turn}) end
+if proc then redis.call('ZREM', proc, {turn}) end
+redis.call('ZREM', {cluster}, {turn})
+redis.call('DEL', {holder})
 """
+
+
+_RELEASE_LUA = release_slot_lua("KEYS[1]", "KEYS[2]", "ARGV[1]") + "return 1\n"
 
 # KEYS: holder hash, user set, process set, cluster set. ARGV: turn, lease ms.
 # Returns 1 when renewed, 0 when the lease had lapsed: its slot may be someone else's by now,
