@@ -97,10 +97,13 @@ def relay_latency(st: conftest.Stack, frames: int, rate: float) -> tuple[list[fl
     tb = threading.Thread(target=reader, args=(floor, base, frames))
     ta.start()
     tb.start()
+    # Half a period apart: published back to back, the second publish's Python work (in this
+    # process, holding the GIL) delayed the reading of the first one's frame, always ours.
     for _ in range(frames):
         log.append({"type": "token", "turn": turn, "text": "x", "t": time.time()})
+        time.sleep(0.5 / rate)
         client.publish("floor", json.dumps({"t": time.time()}))
-        time.sleep(1 / rate)
+        time.sleep(0.5 / rate)
     ta.join(60)
     tb.join(60)
     ws.close()
