@@ -328,18 +328,32 @@ class Limiter:
 # KEYS: moving-window lists in refusal order. ARGV: now (epoch s), then limit and expiry (s)
 # per key. Returns {0, ''} when every window accepted and was hit, else {i, oldest entry} of
 # the first that refused (nothing hit anywhere).
-_WINDOWS_LUA = """
-local now = tonumber(ARGV[1])
-for i = 1, #KEYS do
-  local limit, expiry = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+def _window_fns(base: int) -> str:
+    """Lua functions over moving-window lists: window i is KEYS[i], its limit and expiry (s)
+    are ARGV[base + 2i] and ARGV[base + 2i + 1]; ARGV[1] is now (epoch s)."""
+    return f"""
+local stamp = ARGV[1]
+local t = tonumber(stamp)
+local function oldest_if_full(i)
+  local limit, expiry = tonumber(ARGV[{base} + 2 * i]), tonumber(ARGV[{base + 1} + 2 * i])
   local entry = redis.call('LINDEX', KEYS[i], limit - 1)
-  if entry and tonumber(entry) >= now - expiry then return {i, entry} end
+  if entry and tonumber(entry) >= t - expiry then return entry end
+  return false
 end
+local function hit(i)
+  redis.call('LPUSH', KEYS[i], stamp)
+  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[{base} + 2 * i]) - 1)
+  redis.call('EXPIRE', KEYS[i], tonumber(ARGV[{base + 1} + 2 * i]))
+end
+"""
+
+
+_WINDOWS_LUA = _window_fns(0) + """
 for i = 1, #KEYS do
-  redis.call('LPUSH', KEYS[i], ARGV[1])
-  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[2 * i]) - 1)
-  redis.call('EXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]))
+  local entry = oldest_if_full(i)
+  if entry then return {i, entry} end
 end
+for i = 1, #KEYS do hit(i) end
 return {0, ''}
 """
 
@@ -361,28 +375,47 @@ local function expire_at_last(key)
 end
 """
 
+def _check_caps_lua(sets: tuple[str, str, str], turn: str, caps: tuple[str, str, str],
+                    refused: str) -> str:
+    """Lua lines that drop lapsed slots and return `refused % n` when cap n is full (1 user,
+    2 process, 3 cluster), given the script's names for the user, process and cluster sets."""
+    user, proc, cluster = sets
+    return f"""
+for _, key in ipairs({{{user}, {proc}, {cluster}}}) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+end
+-- Acquiring a turn that already holds a live slot only renews it (a retried request).
+if not redis.call('ZSCORE', {cluster}, {turn}) then
+  if redis.call('ZCARD', {user}) >= tonumber({caps[0]}) then return {refused % 1} end
+  if redis.call('ZCARD', {proc}) >= tonumber({caps[1]}) then return {refused % 2} end
+  local total = tonumber({caps[2]})
+  if total > 0 and redis.call('ZCARD', {cluster}) >= total then return {refused % 3} end
+end
+"""
+
+
+def _take_slot_lua(sets: tuple[str, str, str], holder: str, turn: str, lease_ms: str) -> str:
+    """Lua lines that hold a turn's slot until now + lease_ms in the three sets, naming the
+    user and process sets in its holder hash (what a release reads)."""
+    user, proc, cluster = sets
+    return f"""
+local deadline = now + tonumber({lease_ms})
+for _, key in ipairs({{{user}, {proc}, {cluster}}}) do
+  redis.call('ZADD', key, deadline, {turn})
+  expire_at_last(key)
+end
+redis.call('HSET', {holder}, 'user', {user}, 'proc', {proc})
+redis.call('PEXPIREAT', {holder}, deadline)
+"""
+
+
 # KEYS: user set, process set, cluster set, holder hash.
 # ARGV: turn, lease ms, user cap, process cap, cluster cap (0 = off).
 # Returns 0 when the slot is held, else which cap refused: 1 user, 2 process, 3 cluster.
-_ACQUIRE_LUA = _NOW_MS + _EXPIRE_SETS + """
-local turn = ARGV[1]
-for i = 1, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
--- Acquiring a turn that already holds a live slot only renews it (a retried request).
-if not redis.call('ZSCORE', KEYS[3], turn) then
-  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 1 end
-  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 2 end
-  local total = tonumber(ARGV[5])
-  if total > 0 and redis.call('ZCARD', KEYS[3]) >= total then return 3 end
-end
-local deadline = now + tonumber(ARGV[2])
-for i = 1, 3 do
-  redis.call('ZADD', KEYS[i], deadline, turn)
-  expire_at_last(KEYS[i])
-end
-redis.call('HSET', KEYS[4], 'user', KEYS[1], 'proc', KEYS[2])
-redis.call('PEXPIREAT', KEYS[4], deadline)
-return 0
-"""
+_SLOT_SETS = ("KEYS[1]", "KEYS[2]", "KEYS[3]")
+_ACQUIRE_LUA = (_NOW_MS + _EXPIRE_SETS
+                + _check_caps_lua(_SLOT_SETS, "ARGV[1]", ("ARGV[3]", "ARGV[4]", "ARGV[5]"), "%d")
+                + _take_slot_lua(_SLOT_SETS, "KEYS[4]", "ARGV[1]", "ARGV[2]") + "return 0\n")
 
 # A new turn's admission, every limit in one atomic step (one round trip per message).
 # KEYS: the address's request window (when ARGV[2] is 1), the message windows in refusal
@@ -390,22 +423,10 @@ return 0
 # first), the number of windows w, limit and expiry (s) per window, then the acquire script's
 # five arguments. Returns {0, 0, ''} when admitted; else {1, 1, oldest} (request window full),
 # {2, cap, ''} (a cap full: 1 user, 2 process, 3 cluster) or {3, i, oldest} (message window i).
-_ADMIT_LUA = _NOW_MS + _EXPIRE_SETS + """
-local stamp = ARGV[1]
-local t = tonumber(stamp)
+_ADMIT_SETS = ("KEYS[s + 1]", "KEYS[s + 2]", "KEYS[s + 3]")
+_ADMIT_LUA = _NOW_MS + _EXPIRE_SETS + _window_fns(2) + """
 local req = tonumber(ARGV[2])
 local w = tonumber(ARGV[3])
-local function oldest_if_full(i)
-  local limit, expiry = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
-  local entry = redis.call('LINDEX', KEYS[i], limit - 1)
-  if entry and tonumber(entry) >= t - expiry then return entry end
-  return false
-end
-local function hit(i)
-  redis.call('LPUSH', KEYS[i], stamp)
-  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[2 + 2 * i]) - 1)
-  redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3 + 2 * i]))
-end
 -- The request counts whatever becomes of the message, as a ticket request does.
 if req == 1 then
   local entry = oldest_if_full(1)
@@ -415,25 +436,14 @@ end
 -- The slot before the quotas: a turn refused as busy uses up no message quota.
 local s, a = w, 4 + 2 * w
 local turn = ARGV[a]
-for i = 1, 3 do redis.call('ZREMRANGEBYSCORE', KEYS[s + i], '-inf', now) end
-if not redis.call('ZSCORE', KEYS[s + 3], turn) then
-  if redis.call('ZCARD', KEYS[s + 1]) >= tonumber(ARGV[a + 2]) then return {2, 1, ''} end
-  if redis.call('ZCARD', KEYS[s + 2]) >= tonumber(ARGV[a + 3]) then return {2, 2, ''} end
-  local total = tonumber(ARGV[a + 4])
-  if total > 0 and redis.call('ZCARD', KEYS[s + 3]) >= total then return {2, 3, ''} end
-end
+""" + _check_caps_lua(_ADMIT_SETS, "turn", ("ARGV[a + 2]", "ARGV[a + 3]", "ARGV[a + 4]"),
+                      "{2, %d, ''}") + """
 for i = req + 1, w do
   local entry = oldest_if_full(i)
   if entry then return {3, i - req, entry} end
 end
 for i = req + 1, w do hit(i) end
-local deadline = now + tonumber(ARGV[a + 1])
-for i = 1, 3 do
-  redis.call('ZADD', KEYS[s + i], deadline, turn)
-  expire_at_last(KEYS[s + i])
-end
-redis.call('HSET', KEYS[s + 4], 'user', KEYS[s + 1], 'proc', KEYS[s + 2])
-redis.call('PEXPIREAT', KEYS[s + 4], deadline)
+""" + _take_slot_lua(_ADMIT_SETS, "KEYS[s + 4]", "turn", "ARGV[a + 1]") + """
 return {0, 0, ''}
 """
 
