@@ -106,6 +106,7 @@ class Postings:
 
     def __init__(self, bm25: BM25Okapi) -> None:
         self.size = len(bm25.doc_len)
+        self._frequencies: dict[str, int] | None = None
         docs: dict[str, list[int]] = {}
         tfs: dict[str, list[float]] = {}
         for i, freqs in enumerate(bm25.doc_freqs):
@@ -121,8 +122,11 @@ class Postings:
             self._postings[term] = (ids, weight)
 
     def frequencies(self) -> dict[str, int]:
-        """Every indexed term -> the number of documents that contain it."""
-        return {term: len(ids) for term, (ids, _w) in self._postings.items()}
+        """Every indexed term -> the number of documents that contain it (built once: the
+        dictionary preset asks for it with every Czech question)."""
+        if self._frequencies is None:
+            self._frequencies = {term: len(ids) for term, (ids, _w) in self._postings.items()}
+        return self._frequencies
 
     def scores(self, tokens: list[str]) -> np.ndarray:
         """Scores of every document for the query tokens (repeated tokens count again)."""
