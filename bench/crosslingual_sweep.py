@@ -5,6 +5,10 @@ var/sweep/translations-PROMPT.json (greedy, so a rerun gives the same text); eve
 (RetrievalConfig fields as JSON) is then ranked by the same code as `eval retrieval` and
 compared with the first variant by the paired bootstrap, per set and language.
 
+`--translations FILE` ranks with fixed translations instead (JSON: Czech question -> English),
+e.g. bench/retrieval/oracle-translations.json, written by a person: what retrieval would reach
+with a translator that makes no mistakes (no translator needed then).
+
 Run (needs the index and the translator, e.g. under `make run`):
     .venv/bin/python -m bench.crosslingual_sweep --prompt v1 \
         '{"old": {"czech_twins": false, "original_english": 0, "czech_keywords": 0},
@@ -34,6 +38,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("variants", help='JSON: {"name": {RetrievalConfig field: value}}')
     ap.add_argument("--prompt", choices=sorted(PROMPTS), default="twins")
+    ap.add_argument("--translations", type=Path,
+                    help="JSON file of fixed translations (Czech -> English) instead of a model")
     ap.add_argument("--out", default="var/sweep")
     args = ap.parse_args()
     s = get_settings()
@@ -41,9 +47,16 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     cache_path = out / f"translations-{args.prompt}.json"
     cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    label = args.prompt
+    if args.translations is not None:
+        fixed = json.loads(args.translations.read_text())
+        cache = {cs: {"en": en, "ms": 0.0} for cs, en in fixed.items()}
+        label = args.translations.stem
 
     def translate(text: str) -> tuple[str, str]:
         if text not in cache:
+            if args.translations is not None:
+                raise SystemExit(f"no fixed translation for {text!r} in {args.translations}")
             t0 = time.perf_counter()
             english = translate_fewshot(s.translator, text, 120, PROMPTS[args.prompt])
             cache[text] = {"en": english, "ms": round((time.perf_counter() - t0) * 1000, 1)}
@@ -55,7 +68,7 @@ def main() -> None:
         runs = {key: ev.run_eval(s, RetrievalConfig(**fields), ev.load_questions(path),
                                  lambda: corpus_store.connect(s.corpus_read_dsn, autocommit=True),
                                  translate) for key, path in SETS.items()}
-        (out / f"{name}-{args.prompt}.json").write_text(json.dumps(runs, ensure_ascii=False))
+        (out / f"{name}-{label}.json").write_text(json.dumps(runs, ensure_ascii=False))
         for key, r in runs.items():
             print(f"{name:>24} {key:<7} " + "  ".join(
                 f"{lang} {m['hit@1']:.2f}/{m['hit@3']:.2f}/{m['hit@5']:.2f} MRR {m['mrr']:.2f} "

@@ -37,6 +37,7 @@ from worker.pipeline.retrieve import (
     interleave,
     rank,
     retrieve,
+    spread_sections,
     to_czech_twins,
 )
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
@@ -105,6 +106,31 @@ def test_weighted_fusion_and_czech_twins() -> None:
     twins = {"en-login": "cs-login", "en-reset": "cs-reset"}
     ranked = [("en-login", .9), ("page", .8), ("cs-login", .7), ("en-reset", .6)]
     assert to_czech_twins(ranked, twins) == [("cs-login", .9), ("page", .8), ("cs-reset", .6)]
+
+
+def test_pieces_of_one_section_wait_until_every_section_has_had_a_place() -> None:
+    from shared.passage import Passage
+
+    def piece(pid: str, source: str, section: str) -> Passage:
+        return Passage(pid, source, "T", section, "en", pid, pid, False)
+
+    # Five pieces of one long section rank first, then two other sections.
+    by_id = {p.id: p for p in (
+        *(piece(f"modes-{n}", "api/assistant/README.md", "# A > ## Chat > ### Modes")
+          for n in range(5)),
+        piece("limits", "api/assistant/README.md", "# A > ## Chat > ### Limits"),
+        piece("faq", "faq.json", "assistant.limits"),
+        # Same section name in another file: another section.
+        piece("other", "other.md", "# A > ## Chat > ### Modes"))}
+    ranked = [(f"modes-{n}", 1.0 - n / 10) for n in range(5)] + [
+        ("limits", .4), ("other", .35), ("faq", .3), ("unknown-id", .2)]
+    out = [pid for pid, _ in spread_sections(ranked, by_id, 2)]
+    assert out == ["modes-0", "modes-1", "limits", "other", "faq", "unknown-id",
+                   "modes-2", "modes-3", "modes-4"]
+    assert [pid for pid, _ in spread_sections(ranked, by_id, 1)][:4] == [
+        "modes-0", "limits", "other", "faq"]
+    assert spread_sections(ranked, by_id, 9) == ranked, "nothing to move"
+    assert dict(spread_sections(ranked, by_id, 2)) == dict(ranked), "scores kept"
 
 
 def test_fewshot_examples_are_the_apps_own_twin_questions() -> None:
@@ -241,9 +267,11 @@ def test_czech_question_reaches_the_english_page_without_its_english_twins(
         assert EN in [lexical.by_id[pid].source for pid, _ in ranked], "before: the twins"
         # English questions are untouched by every Czech-only step.
         english = "How is my password stored?"
+        v1_spread = dataclasses.replace(PRESETS["hybrid-v1"],
+                                        per_section=RetrievalConfig().per_section)
         assert retrieve(conn, twin_corpus, english, config=RetrievalConfig(),
                         language="en").passages == retrieve(
-            conn, twin_corpus, english, config=PRESETS["hybrid-v1"], language="en").passages
+            conn, twin_corpus, english, config=v1_spread, language="en").passages
 
 
 def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:

@@ -23,7 +23,8 @@ from worker.pipeline.retrieve import RetrievalConfig, rank
 MRR_DEPTH = 10
 # Issue 12's second round of cross-lingual help, off: the presets measured before it keep
 # their meaning (docs/benchmarks.md), and `hybrid-v1` is the default they were compared with.
-V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0}
+V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0,
+                      "per_section": 0}
 PRESETS: dict[str, RetrievalConfig] = {
     "hybrid": RetrievalConfig(),
     "dense": RetrievalConfig(**V1, mode="dense"),
@@ -40,8 +41,10 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-both-all": RetrievalConfig(**V1, translation_english_only=False),
     # The issue-12 default before item 1's second round (with +fewshot-v1 it is that default).
     "hybrid-v1": RetrievalConfig(**V1),
-    "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0),
-    "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0),
+    "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0, per_section=0),
+    "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0, per_section=0),
+    # The default after item 1's second round, before sections were spread (fourth round).
+    "hybrid-v2": RetrievalConfig(per_section=0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
     # English passages (issue 12, third round: measured, not a clear gain, not the default).
     "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),

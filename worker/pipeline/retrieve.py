@@ -68,6 +68,10 @@ class RetrievalConfig:
     bilingual_rank: str = "corpus"
     # The RRF weight of a dense ranking of that bag of words over English passages (0 = off).
     bilingual_dense: float = 0.0
+    # At most this many pieces of one section before every other ranked section has had a
+    # place (0 = off): a long section cut into many pieces otherwise fills the top places
+    # with near-copies of one passage.
+    per_section: int = 2
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -295,6 +299,21 @@ def interleave(main: list[tuple[str, float]], side: list[tuple[str, float]], top
     return out
 
 
+def spread_sections(ranked: list[tuple[str, float]], by_id: dict[str, Passage], per: int
+                    ) -> list[tuple[str, float]]:
+    """The ranking with each section's pieces beyond the first `per` moved after every
+    section's first `per` pieces, order otherwise kept."""
+    head: list[tuple[str, float]] = []
+    tail: list[tuple[str, float]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for pid, score in ranked:
+        p = by_id.get(pid)
+        key = (p.source, p.section) if p is not None else (pid, "")
+        seen[key] = seen.get(key, 0) + 1
+        (head if seen[key] <= per else tail).append((pid, score))
+    return head + tail
+
+
 def fuse(rankings: list[list[tuple[str, float]]], k: int = 60,
          weights: list[float] | None = None) -> list[tuple[str, float]]:
     """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings, best first."""
@@ -339,6 +358,8 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
                 side.append(lexical.top(text, config.candidates, "en"))
         ranked = interleave(fuse(main, config.rrf_k), fuse(side, config.rrf_k), config.top_k,
                             config.english_slots)
+        if config.per_section > 0:
+            ranked = spread_sections(ranked, lexical.by_id, config.per_section)
         return info.version, ranked[: limit or config.top_k], lexical
     on_query: list[str | None] = ["en"] if config.translation_english_only and translated \
         else pools
@@ -388,6 +409,8 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
     ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k, weights)
     if czech and config.czech_twins:
         ranked = to_czech_twins(ranked, twins_for(lexical))
+    if config.per_section > 0:
+        ranked = spread_sections(ranked, lexical.by_id, config.per_section)
     return info.version, ranked[: limit or config.top_k], lexical
 
 
