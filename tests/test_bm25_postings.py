@@ -28,3 +28,14 @@ def test_tokenize_variants() -> None:
     assert tokenize("Maximální Chyba") == ["maximální", "chyba"]
     assert tokenize("Maximální Chyba", folded=True) == ["maximalni", "chyba"]
     assert tokenize("odhadů", lemmas=True) == ["odhad"]
+
+
+def test_identifier_words_follow_the_identifier() -> None:
+    assert tokenize("login.notVerifiedMessage", split=True) == [
+        "login", "notverifiedmessage", "not", "verified", "message"]
+    assert tokenize("ASSISTANT_CAPTIONS_FILE chunk_key", split=True) == [
+        "assistant_captions_file", "assistant", "captions", "file", "chunk_key", "chunk", "key"]
+    # Plain and Czech words, all-capital names and short-part names stay one token each.
+    assert tokenize("Účet HTTPServer BeCoMe v1beta api_v1", split=True) == [
+        "účet", "httpserver", "become", "v1beta", "api_v1"]
+    assert tokenize("Password requirements", split=True) == tokenize("Password requirements")

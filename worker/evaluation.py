@@ -24,7 +24,9 @@ MRR_DEPTH = 10
 # Issue 12's second round of cross-lingual help, off: the presets measured before it keep
 # their meaning (docs/benchmarks.md), and `hybrid-v1` is the default they were compared with.
 V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0,
-                      "per_section": 0}
+                      "per_section": 0, "split_identifiers": False}
+# The fourth round's steps for both languages, off (docs/benchmarks.md).
+V2: dict[str, Any] = {"per_section": 0, "split_identifiers": False}
 PRESETS: dict[str, RetrievalConfig] = {
     "hybrid": RetrievalConfig(),
     "dense": RetrievalConfig(**V1, mode="dense"),
@@ -41,10 +43,10 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-both-all": RetrievalConfig(**V1, translation_english_only=False),
     # The issue-12 default before item 1's second round (with +fewshot-v1 it is that default).
     "hybrid-v1": RetrievalConfig(**V1),
-    "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0, per_section=0),
-    "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0, per_section=0),
-    # The default after item 1's second round, before sections were spread (fourth round).
-    "hybrid-v2": RetrievalConfig(per_section=0),
+    "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0, **V2),
+    "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0, **V2),
+    # The default after item 1's second round, before the fourth round's general steps.
+    "hybrid-v2": RetrievalConfig(**V2),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
     # English passages (issue 12, third round: measured, not a clear gain, not the default).
     "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),

@@ -22,6 +22,9 @@ from worker.pipeline.lexicon import Lexicon, aligned_pairs, cs_terms, en_terms, 
 from worker.pipeline.types import Retrieval
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
+# Where an identifier's words meet: an underscore, or a lower-case letter or digit followed by
+# a capital (snake_case, camelCase, ASSISTANT_CAPTIONS_FILE).
+IDENTIFIER_PARTS = re.compile(r"_|(?<=[a-z0-9])(?=[A-Z])")
 MODES = ("hybrid", "dense", "bm25")
 
 
@@ -72,6 +75,8 @@ class RetrievalConfig:
     # place (0 = off): a long section cut into many pieces otherwise fills the top places
     # with near-copies of one passage.
     per_section: int = 2
+    # BM25 also reads an identifier's words (key paths, settings names; see tokenize).
+    split_identifiers: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -95,9 +100,22 @@ def lemma(token: str) -> str:
     return str(simplemma.lemmatize(token, lang=("cs", "en"))).lower()
 
 
-def tokenize(text: str, folded: bool = False, lemmas: bool = False) -> list[str]:
-    """Lower-cased word tokens for BM25 (optionally lemmatized, then optionally folded)."""
-    tokens = TOKEN.findall(text.lower())
+def tokenize(text: str, folded: bool = False, lemmas: bool = False, split: bool = False
+             ) -> list[str]:
+    """Lower-cased word tokens for BM25 (optionally lemmatized, then optionally folded);
+    `split` adds the words of an identifier after it (notVerifiedMessage -> not, verified,
+    message), so "password requirements" meets the key path passwordRequirements."""
+    if split:
+        tokens = []
+        for token in TOKEN.findall(text):
+            tokens.append(token.lower())
+            if token.isascii():
+                parts = [t for t in IDENTIFIER_PARTS.split(token) if t]
+                # Every part a word of 3+ letters: BeCoMe is a name, not be + co + me.
+                if len(parts) > 1 and min(map(len, parts)) >= 3:
+                    tokens.extend(t.lower() for t in parts)
+    else:
+        tokens = TOKEN.findall(text.lower())
     if lemmas:
         tokens = [lemma(t) for t in tokens]
     return [fold(t) for t in tokens] if folded else tokens
@@ -149,6 +167,7 @@ class LexicalIndex:
     version: str
     folded: bool
     lemmas: bool
+    split: bool
     passages: tuple[Passage, ...]
     bm25: BM25Okapi
     langs: np.ndarray
@@ -157,7 +176,7 @@ class LexicalIndex:
 
     def top(self, query: str, k: int, lang: str | None = None) -> list[tuple[str, float]]:
         """Best k passage ids for the query by BM25 (optionally one language), with scores."""
-        tokens = tokenize(query, self.folded, self.lemmas)
+        tokens = tokenize(query, self.folded, self.lemmas, self.split)
         if not tokens:
             return []
         scores = self.postings.scores(tokens)
@@ -169,14 +188,14 @@ class LexicalIndex:
         return [(self.passages[i].id, float(scores[i])) for i in ranked if scores[i] > 0]
 
 
-_lexical: dict[tuple[bool, bool], LexicalIndex] = {}
+_lexical: dict[tuple[bool, bool, bool], LexicalIndex] = {}
 _lexical_lock = threading.Lock()
 
 
 def lexical_index(conn: psycopg.Connection, version: str, folded: bool = False,
-                  lemmas: bool = False) -> LexicalIndex:
+                  lemmas: bool = False, split: bool = True) -> LexicalIndex:
     """The cached BM25 model for `version`, rebuilt once when a new index is swapped in."""
-    key = (folded, lemmas)
+    key = (folded, lemmas, split)
     current = _lexical.get(key)
     if current is not None and current.version == version:
         return current
@@ -184,10 +203,10 @@ def lexical_index(conn: psycopg.Connection, version: str, folded: bool = False,
         current = _lexical.get(key)
         if current is None or current.version != version:
             passages = tuple(corpus_store.all_passages(conn))
-            corpus = [tokenize(p.index_text, folded, lemmas) for p in passages]
+            corpus = [tokenize(p.index_text, folded, lemmas, split) for p in passages]
             bm25 = BM25Okapi(corpus or [[""]])
             langs = np.array([p.lang for p in passages])
-            current = LexicalIndex(version, folded, lemmas, passages, bm25, langs,
+            current = LexicalIndex(version, folded, lemmas, split, passages, bm25, langs,
                                    {p.id: p for p in passages}, Postings(bm25))
             _lexical[key] = current
         return current
@@ -333,7 +352,8 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
     if config.mode not in MODES:
         raise ValueError(f"unknown retrieval mode {config.mode!r}")
     info = corpus_store.current_index(conn)
-    lexical = lexical_index(conn, info.version, config.fold_diacritics, config.lemmatize)
+    lexical = lexical_index(conn, info.version, config.fold_diacritics, config.lemmatize,
+                            config.split_identifiers)
     pools: list[str | None] = ["en", "cs"] if config.per_language_pools else [None]
     dense, words = config.mode in ("hybrid", "dense"), config.mode in ("hybrid", "bm25")
     own = original or query
