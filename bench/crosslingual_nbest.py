@@ -21,7 +21,9 @@ from shared import corpus_store
 from shared.config import get_settings
 from shared.language import detect_language
 from worker import evaluation as ev
-from worker.pipeline.retrieve import RetrievalConfig, fuse, lexical_index, rank
+from worker.pipeline.bm25 import lexical_index
+from worker.pipeline.fusion import fuse
+from worker.pipeline.retrieve import RetrievalConfig, rank
 
 SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}
 

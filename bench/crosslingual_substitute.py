@@ -24,8 +24,9 @@ from shared import corpus_store
 from shared.config import get_settings
 from worker import evaluation as ev
 from worker.pipeline import bilingual
+from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.lexicon import CS_STOP, WORD, cs_lemma
-from worker.pipeline.retrieve import RetrievalConfig, lexical_index
+from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, translate_fewshot
 
 SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}

@@ -27,7 +27,8 @@ from shared.config import get_settings
 from shared.models import embed
 from shared.passage import Passage
 from worker.evaluation import load_questions
-from worker.pipeline.retrieve import fuse, lexical_index, tokenize
+from worker.pipeline.bm25 import lexical_index, tokenize
+from worker.pipeline.fusion import fuse
 
 
 def pct(values: list[float], q: float) -> float:

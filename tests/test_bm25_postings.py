@@ -7,7 +7,7 @@ import random
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from worker.pipeline.retrieve import Postings, tokenize
+from worker.pipeline.bm25 import Postings, tokenize
 
 WORDS = ("mean median compromise error expert fuzzy triangle centroid scale budget flood "
          "project opinion maximum agreement the a of and průměr chyba odhad").split()

@@ -188,7 +188,7 @@ def test_the_rebuild_lock_is_renewed_while_a_long_build_runs(
 
 def test_worker_rebuilds_bm25_once_per_new_index_version(build_env: tuple[Settings, Path]
                                                          ) -> None:
-    from worker.pipeline.retrieve import lexical_index
+    from worker.pipeline.bm25 import lexical_index
 
     s, root = build_env
     v1 = build_index(s, load_manifest(root / "m.toml")).version

@@ -30,16 +30,9 @@ from tests.conftest import (
     start_stack,
 )
 from tests.wsutil import app_token
+from worker.pipeline.fusion import fuse, interleave, spread_sections, to_czech_twins
 from worker.pipeline.lexicon import aligned_pairs, learn
-from worker.pipeline.retrieve import (
-    RetrievalConfig,
-    fuse,
-    interleave,
-    rank,
-    retrieve,
-    spread_sections,
-    to_czech_twins,
-)
+from worker.pipeline.retrieve import RetrievalConfig, rank, retrieve
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
 
 CS = "frontend/src/i18n/locales/cs/auth.json"
@@ -216,7 +209,8 @@ def twin_corpus(services: stack.Supervisor, settings: Settings, tmp_path: Path) 
 
 def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: Settings
                                                                     ) -> None:
-    from worker.pipeline.retrieve import lexical_index, lexicon_for
+    from worker.pipeline.bm25 import lexical_index
+    from worker.pipeline.twins import lexicon_for
 
     question = "Jak se ukládá moje heslo? Je zašifrované?"
     plain = RetrievalConfig(top_k=2)
@@ -244,7 +238,8 @@ def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: 
 def test_czech_question_reaches_the_english_page_without_its_english_twins(
         twin_corpus: Settings) -> None:
     from worker.evaluation import PRESETS
-    from worker.pipeline.retrieve import czech_keywords_for, lexical_index
+    from worker.pipeline.bm25 import lexical_index
+    from worker.pipeline.twins import czech_keywords_for
 
     question = "Jak se ukládá moje heslo? Je zašifrované?"
     with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
@@ -414,7 +409,7 @@ def test_freedict_is_read_from_the_installed_debian_packages(tmp_path: Path) -> 
 def test_freedict_ranking_brings_a_czech_question_to_the_english_page(
         twin_corpus: Settings) -> None:
     from worker.evaluation import PRESETS
-    from worker.pipeline.retrieve import lexical_index
+    from worker.pipeline.bm25 import lexical_index
 
     # Words only: no translation, no twin dictionary, no Czech keywords, no twin swap.
     words = RetrievalConfig(mode="bm25", czech_keywords=0.0, czech_twins=False, top_k=10)

@@ -7,9 +7,10 @@ import pytest
 from shared.language import detect_language
 from shared.passage import Passage
 from shared.turn_request import Message
+from worker.pipeline.bm25 import tokenize
 from worker.pipeline.checks import check_citations
+from worker.pipeline.fusion import fuse
 from worker.pipeline.prompt import build_messages, language_line, trim_history
-from worker.pipeline.retrieve import fuse, tokenize
 from worker.pipeline.types import Retrieval
 
 
