@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.crosslingual_sweep import SETS, diff_text, metrics_text
 from shared import corpus_store
 from shared.config import get_settings
 from shared.language import detect_language
@@ -24,8 +25,6 @@ from worker import evaluation as ev
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.fusion import fuse
 from worker.pipeline.retrieve import RetrievalConfig, rank
-
-SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}
 
 
 def main() -> None:
@@ -51,13 +50,9 @@ def main() -> None:
                              "rank": ev.first_hit(passages, q)})
         for lang in ("cs", "en"):
             m = ev.metrics([r["rank"] for r in rows if r["language"] == lang])
-            print(f"{key:<7} {lang} {m['hit@1']:.2f}/{m['hit@3']:.2f}/{m['hit@5']:.2f} "
-                  f"MRR {m['mrr']:.2f} (n={m['n']})")
+            print(f"{key:<7} {lang} {metrics_text(m)}")
         c = ev.compare(base[key], {"questions": rows})["by_language"]["cs"]
-        h, r = c["hit@3"], c["mrr"]
-        print(f"{'':>10} cs vs one translation: d@3 {h['mean_diff']:+.3f} [{h['ci95'][0]:+.3f}, "
-              f"{h['ci95'][1]:+.3f}]  dMRR {r['mean_diff']:+.3f} [{r['ci95'][0]:+.3f}, "
-              f"{r['ci95'][1]:+.3f}]")
+        print(f"{'':>10} cs vs one translation: {diff_text(c)}")
 
 
 if __name__ == "__main__":

@@ -16,10 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import time
 from pathlib import Path
-from typing import Any
 
+from bench.crosslingual_sweep import SETS, cached_translator, diff_text, metrics_text
 from shared import corpus_store
 from shared.config import get_settings
 from worker import evaluation as ev
@@ -28,8 +27,6 @@ from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.lexicon import CS_STOP, WORD, cs_lemma
 from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, translate_fewshot
-
-SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}
 
 
 def substitute(text: str, table: bilingual.Bilingual, frequencies: dict[str, int]) -> str:
@@ -57,19 +54,12 @@ def main() -> None:
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         frequencies = lexical_index(
             conn, corpus_store.current_index(conn).version).postings.frequencies()
-    cache_path = out / "translations-subst.json"
-    cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
 
-    def translate(text: str) -> tuple[str, str]:
-        if text not in cache:
-            mixed = substitute(text, table, frequencies)
-            t0 = time.perf_counter()
-            english = translate_fewshot(s.translator, mixed, 120, FEWSHOT_PROMPT)
-            cache[text] = {"src": mixed, "en": english,
-                           "ms": round((time.perf_counter() - t0) * 1000, 1)}
-            cache_path.write_text(json.dumps(cache, ensure_ascii=False, indent=1))
-        return cache[text]["en"], text
+    def make(text: str) -> dict[str, str]:
+        mixed = substitute(text, table, frequencies)
+        return {"src": mixed, "en": translate_fewshot(s.translator, mixed, 120, FEWSHOT_PROMPT)}
 
+    translate = cached_translator(out / "translations-subst.json", make)
     base = json.loads((out / "default-twins.json").read_text())
     for key, path in SETS.items():
         run = ev.run_eval(s, RetrievalConfig(**json.loads(args.config)),
@@ -77,13 +67,9 @@ def main() -> None:
                           lambda: corpus_store.connect(s.corpus_read_dsn, autocommit=True),
                           translate)
         for lang, m in run["by_language"].items():
-            print(f"{key:<7} {lang} {m['hit@1']:.2f}/{m['hit@3']:.2f}/{m['hit@5']:.2f} "
-                  f"MRR {m['mrr']:.2f} (n={m['n']})")
+            print(f"{key:<7} {lang} {metrics_text(m)}")
         for lang, part in ev.compare(base[key], run)["by_language"].items():
-            h, m = part["hit@3"], part["mrr"]
-            print(f"{'':>8}{lang} d@3 {h['mean_diff']:+.3f} [{h['ci95'][0]:+.3f}, "
-                  f"{h['ci95'][1]:+.3f}]  dMRR {m['mean_diff']:+.3f} "
-                  f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]")
+            print(f"{'':>8}{lang} {diff_text(part)}")
 
 
 if __name__ == "__main__":

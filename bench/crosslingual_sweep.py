@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,36 @@ from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate
 
 SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}
 PROMPTS = {"v1": FEWSHOT_PROMPT_V1, "twins": FEWSHOT_PROMPT}
+
+
+def metrics_text(m: dict[str, Any]) -> str:
+    """'hit@1/hit@3/hit@5 MRR m (n=k)' of one language's metrics."""
+    return (f"{m['hit@1']:.2f}/{m['hit@3']:.2f}/{m['hit@5']:.2f} MRR {m['mrr']:.2f} "
+            f"(n={m['n']})")
+
+
+def diff_text(part: dict[str, Any]) -> str:
+    """The paired-bootstrap hit@3 and MRR differences of one language, with 95% intervals."""
+    h, m = part["hit@3"], part["mrr"]
+    return (f"d@3 {h['mean_diff']:+.3f} [{h['ci95'][0]:+.3f}, {h['ci95'][1]:+.3f}]  "
+            f"dMRR {m['mean_diff']:+.3f} [{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]")
+
+
+def cached_translator(path: Path, make: Callable[[str], dict[str, Any]]
+                      ) -> Callable[[str], tuple[str, str]]:
+    """run_eval's translate: each Czech question's entry ({"en": ..., ...}) made once by
+    `make`, timed, and kept in the JSON file at `path` (greedy decoding: reruns agree)."""
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+
+    def translate(text: str) -> tuple[str, str]:
+        if text not in cache:
+            t0 = time.perf_counter()
+            entry = make(text)
+            cache[text] = {**entry, "ms": round((time.perf_counter() - t0) * 1000, 1)}
+            path.write_text(json.dumps(cache, ensure_ascii=False, indent=1))
+        return cache[text]["en"], text
+
+    return translate
 
 
 def main() -> None:
@@ -45,23 +76,23 @@ def main() -> None:
     s = get_settings()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cache_path = out / f"translations-{args.prompt}.json"
-    cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     label = args.prompt
+    translate: Callable[[str], tuple[str, str]]
     if args.translations is not None:
-        fixed = json.loads(args.translations.read_text())
-        cache = {cs: {"en": en, "ms": 0.0} for cs, en in fixed.items()}
+        fixed: dict[str, str] = json.loads(args.translations.read_text())
         label = args.translations.stem
 
-    def translate(text: str) -> tuple[str, str]:
-        if text not in cache:
-            if args.translations is not None:
+        def from_file(text: str) -> tuple[str, str]:
+            if text not in fixed:
                 raise SystemExit(f"no fixed translation for {text!r} in {args.translations}")
-            t0 = time.perf_counter()
-            english = translate_fewshot(s.translator, text, 120, PROMPTS[args.prompt])
-            cache[text] = {"en": english, "ms": round((time.perf_counter() - t0) * 1000, 1)}
-            cache_path.write_text(json.dumps(cache, ensure_ascii=False, indent=1))
-        return cache[text]["en"], text
+            return fixed[text], text
+
+        translate = from_file
+    else:
+        translate = cached_translator(
+            out / f"translations-{args.prompt}.json",
+            lambda text: {"en": translate_fewshot(s.translator, text, 120,
+                                                  PROMPTS[args.prompt])})
 
     base: dict[str, Any] | None = None
     for name, fields in json.loads(args.variants).items():
@@ -71,14 +102,10 @@ def main() -> None:
         (out / f"{name}-{label}.json").write_text(json.dumps(runs, ensure_ascii=False))
         for key, r in runs.items():
             print(f"{name:>24} {key:<7} " + "  ".join(
-                f"{lang} {m['hit@1']:.2f}/{m['hit@3']:.2f}/{m['hit@5']:.2f} MRR {m['mrr']:.2f} "
-                f"(n={m['n']})" for lang, m in r["by_language"].items()))
+                f"{lang} {metrics_text(m)}" for lang, m in r["by_language"].items()))
             if base is not None:
                 for lang, part in ev.compare(base[key], r)["by_language"].items():
-                    h, m = part["hit@3"], part["mrr"]
-                    print(f"{'':>32} {lang} d@3 {h['mean_diff']:+.3f} [{h['ci95'][0]:+.3f}, "
-                          f"{h['ci95'][1]:+.3f}]  dMRR {m['mean_diff']:+.3f} "
-                          f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]")
+                    print(f"{'':>32} {lang} {diff_text(part)}")
         base = base or runs
 
 

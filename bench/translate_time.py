@@ -16,10 +16,11 @@ import argparse
 import os
 import time
 
+from bench.crosslingual_sweep import PROMPTS
 from shared.config import get_settings
 from shared.language import detect_language
 from worker.evaluation import load_questions, percentile
-from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
+from worker.pipeline.rewrite import translate_fewshot
 
 
 def main() -> None:
@@ -27,10 +28,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--questions", nargs="+", required=True)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--prompt", choices=("twins", "v1"), default="twins",
+    ap.add_argument("--prompt", choices=sorted(PROMPTS), default="twins",
                     help="the few-shot prompt: twin examples (default) or issue 12's first")
     args = ap.parse_args()
-    prompt = FEWSHOT_PROMPT_V1 if args.prompt == "v1" else FEWSHOT_PROMPT
+    prompt = PROMPTS[args.prompt]
     role = get_settings().translator
     texts = [q.question for path in args.questions for q in load_questions(path)
              if detect_language(q.question) == "cs"]

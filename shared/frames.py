@@ -159,8 +159,7 @@ class FrameLog:
 
     def frames_after(self, after_seq: int) -> list[Frame]:
         """The logged frames with seq greater than after_seq, in order (read from there on)."""
-        entries: Any = self._client.xrange(self._log, min=f"{after_seq + 1}-0")
-        return [_entry(e) for e in entries]
+        return self.frames(self._client.xrange(self._log, min=f"{after_seq + 1}-0"))
 
     def read_after(self, pipe: Any, after_seq: int) -> None:
         """Queue frames_after's read on a pipeline (decode its result with `frames`)."""

@@ -68,7 +68,6 @@ _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
                    re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
-# A leading minus only where it cannot be a hyphen inside a word such as "COVID-19".
 _FIELD_NAMES = {"best_compromise": "best compromise", "arithmetic_mean": "arithmetic mean",
                 "median": "median", "max_error": "maximum error",
                 "num_experts": "number of experts"}

@@ -14,12 +14,12 @@ class TurnEmitter:
     """Sends a turn's frames; the log numbers them (the web tier's `accepted` is seq 0), so a
     re-run continues where the dead attempt stopped without reading the log first."""
 
-    def __init__(self, log: FrameLog, started: float | None = None, seq: int = 0,
+    def __init__(self, log: FrameLog, started: float | None = None,
                  on_step: Callable[[str], None] | None = None) -> None:
         self._log = log
         self._on_step = on_step
         self.turn = log.turn
-        self.seq = seq
+        self.seq = 0  # the last frame's seq, as the log numbered it
         self.started = started if started is not None else time.monotonic()
         self.steps: list[dict[str, Any]] = []
         self.finished = False

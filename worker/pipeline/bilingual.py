@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import gzip
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.pipeline.bm25 import fold
 from worker.pipeline.lexicon import CS_STOP, EN_STOP, WORD, cs_lemma
 
 DICT_DIR = Path("/usr/share/dictd")
@@ -81,12 +81,6 @@ def _phrases(text: str) -> list[str]:
 def _english(phrase: str) -> tuple[str, ...]:
     """English content words of a headword or translation."""
     return tuple(w for w in WORD.findall(phrase.lower()) if w not in EN_STOP)
-
-
-def fold(text: str) -> str:
-    """Without diacritics (č -> c)."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text)
-                   if not unicodedata.combining(c))
 
 
 def _cognate(czech: str, english: str) -> bool:
