@@ -117,9 +117,15 @@ class Settings:
     health_trusted: str = "127.0.0.1/32,::1/128"
     health_request_limit: str = "30/minute"
     health_cache_s: float = 5.0
-    # Messages from one client address (an IPv6 /64 counts as one), across all its users.
+    # Messages from one client address (an IPv6 prefix counts as one), across all its users.
     client_message_limit: str = "120/hour"
     max_streams_per_user: int = 4  # concurrent GET /turns/<turn>/events streams of a user
+    # Open WebSockets, each a lease renewed while the socket lives (docs/security.md).
+    max_sockets_per_user: int = 8
+    max_sockets_per_address: int = 60
+    # An IPv6 client counts per prefix of this length in every per-address limit: ISPs hand
+    # a subscriber a /56 or a /48, so a /64 would let one rotate through 256+ buckets.
+    ipv6_prefix: int = 56
     # How long the app's "yes" to GET /users/me for a token is reused (project turns).
     app_token_check_cache_s: float = 30.0
     trusted_proxies: str = ""
@@ -320,6 +326,9 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
         client_message_limit=env.get("ASSISTANT_CLIENT_MESSAGE_LIMIT", d.client_message_limit),
         max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
+        max_sockets_per_user=int(num("MAX_SOCKETS_PER_USER", d.max_sockets_per_user)),
+        max_sockets_per_address=int(num("MAX_SOCKETS_PER_ADDRESS", d.max_sockets_per_address)),
+        ipv6_prefix=int(num("IPV6_PREFIX", d.ipv6_prefix)),
         app_token_check_cache_s=float(num("APP_TOKEN_CHECK_CACHE_S", d.app_token_check_cache_s,
                                           float)),
         trusted_proxies=_proxies(env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies)),
@@ -381,6 +390,8 @@ def validate(settings: Settings) -> None:
     if settings.redis_max_connections < 4:
         # The relay's subscription holds one for good; the requests need the rest.
         raise ConfigError("ASSISTANT_REDIS_MAX_CONNECTIONS must be at least 4")
+    if not 32 <= settings.ipv6_prefix <= 64:
+        raise ConfigError("ASSISTANT_IPV6_PREFIX must be a prefix length from 32 to 64")
     if settings.slot_lease_s < 0.5:
         # Holders renew several times per lease; shorter leases lapse on ordinary jitter.
         raise ConfigError("ASSISTANT_SLOT_LEASE_S must be at least 0.5 seconds")

@@ -139,9 +139,10 @@ class _Rule:
     scope: tuple[str, ...]
 
 
-def address_bucket(addr: str) -> str:
-    """The rate-limit bucket of a client address: an IPv6 client counts per /64."""
-    # One subscriber usually gets a whole /64 and can rotate through it at will.
+def address_bucket(addr: str, ipv6_prefix: int = 56) -> str:
+    """The rate-limit bucket of a client address: an IPv6 client counts per ipv6_prefix."""
+    # ISPs delegate a /56 or a /48 to one subscriber (a /64 to one network of theirs), who
+    # can then rotate through every address and /64 in it at will.
     try:
         ip = ipaddress.ip_address(addr)
     except ValueError:
@@ -149,7 +150,7 @@ def address_bucket(addr: str) -> str:
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
     return str(ip)
 
 
@@ -209,6 +210,7 @@ class Limiter:
         self._storage = storage
         self._all_windows = client.register_script(_WINDOWS_LUA)
         self._max_chars = settings.max_message_chars
+        self._v6 = settings.ipv6_prefix
         self._per_client = parse_rate(settings.client_request_limit,
                                       "ASSISTANT_CLIENT_REQUEST_LIMIT")
         self._per_user = parse_rate(settings.user_message_limit, "ASSISTANT_USER_MESSAGE_LIMIT")
@@ -224,12 +226,12 @@ class Limiter:
     def check_request(self, client_addr: str, lang: str = "en") -> None:
         """Count one ticket request or SSE start for a client address; raise RateLimited."""
         self._check_one(_Rule("client", self._per_client,
-                              keys.rate_client(address_bucket(client_addr))), lang)
+                              keys.rate_client(self.bucket(client_addr))), lang)
 
     def check_health(self, client_addr: str, lang: str = "en") -> None:
         """Count one public /healthz call for a client address; raise RateLimited."""
         self._check_one(_Rule("client", self._health,
-                              keys.rate_health(address_bucket(client_addr))), lang)
+                              keys.rate_health(self.bucket(client_addr))), lang)
 
     def _check_one(self, rule: _Rule, lang: str) -> None:
         try:
@@ -279,12 +281,16 @@ class Limiter:
         if client_addr is not None:
             # Shared by everyone behind the address.
             shared.append(_Rule("client", self._per_client_message,
-                                keys.rate_client_message(address_bucket(client_addr))))
+                                keys.rate_client_message(self.bucket(client_addr))))
         return (user_rule, *reversed(shared))
 
     def request_rule(self, client_addr: str) -> _Rule:
         """The per-address request window (ticket requests, SSE starts)."""
-        return _Rule("client", self._per_client, keys.rate_client(address_bucket(client_addr)))
+        return _Rule("client", self._per_client, keys.rate_client(self.bucket(client_addr)))
+
+    def bucket(self, client_addr: str) -> str:
+        """The address's bucket in every per-address limit (an IPv6 prefix counts as one)."""
+        return address_bucket(client_addr, self._v6)
 
     def window_keys(self, rules: tuple[_Rule, ...]) -> list[str]:
         """The Redis keys of rules' moving-window lists (the `limits` storage's names)."""

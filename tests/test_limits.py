@@ -1,7 +1,13 @@
-"""Limits (section 9, B-2, B-28) against the real Redis on 127.0.0.1:6379, database 7."""
+"""Limits (section 9, B-2, B-28) against a real Redis (this test session's, database 7).
+
+Every message and in-flight cap is checked the way production checks it: through the
+admission script (Admission.admit, which web/follow.py calls for each new turn), never through
+Limiter.check_message or Leases.acquire, which production does not call for a message.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,12 +18,14 @@ from limits import parse
 from limits.storage import RedisStorage
 from limits.strategies import FixedWindowRateLimiter
 
+from assistant_cli import stack
 from shared import keys
 from shared.config import Settings, settings_from_env
 from shared.errors import ConfigError, RateLimited, TooLarge, Unavailable
-from shared.limits import BUSY_RETRY_AFTER_S, Leases, Limiter
+from shared.limits import BUSY_RETRY_AFTER_S, Admission, Leases, Limiter, address_bucket
+from tests.conftest import VAR, redis_url
 
-REDIS_URL = "redis://127.0.0.1:6379/7"
+REDIS_URL = redis_url(7)
 DOWN_URL = "redis://127.0.0.1:6399/0"  # nothing listens here
 
 Make = Callable[..., Settings]
@@ -29,8 +37,19 @@ def make_settings(url: str = REDIS_URL, **env: str) -> Settings:
                               **{f"ASSISTANT_{k}": v for k, v in env.items()}})
 
 
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[None]:
+    """This session's Redis (started here when no other test has started it yet)."""
+    sup = stack.Supervisor(VAR / "log")
+    stack.ensure_redis(sup, REDIS_URL, VAR / "redis")
+    try:
+        yield
+    finally:
+        sup.stop_all()
+
+
 @pytest.fixture()
-def client() -> Iterator[redis.Redis]:
+def client(redis_server: None) -> Iterator[redis.Redis]:
     """A client on database 7, emptied before and after each test."""
     c = redis.Redis.from_url(REDIS_URL)
     c.flushdb()
@@ -41,7 +60,28 @@ def client() -> Iterator[redis.Redis]:
         c.close()
 
 
-def refused(fn: Callable[[], None]) -> RateLimited:
+class Turns:
+    """New turns admitted by the production admission script, as web/follow.py admits them."""
+
+    def __init__(self, client: redis.Redis, url: str = REDIS_URL, **env: str) -> None:
+        s = make_settings(url, **env)
+        self.limiter, self.leases = Limiter(s, client), Leases(s, client)
+        self.admission = Admission(self.limiter, self.leases, client)
+        self._n = 0
+
+    def ask(self, user: str, message: str = "hi", lang: str = "en", addr: str | None = None,
+            request_addr: str | None = None, turn: str | None = None, hold: bool = False,
+            process: str = "web-1") -> str:
+        """Admit one turn; its slot is given back at once unless hold (quota tests)."""
+        self._n += 1
+        turn = turn or f"t{self._n}"
+        self.admission.admit(user, message, turn, process, lang, addr, request_addr)
+        if not hold:
+            self.leases.release(turn)
+        return turn
+
+
+def refused(fn: Callable[[], object]) -> RateLimited:
     """Run fn, expecting a 429; return it."""
     with pytest.raises(RateLimited) as info:
         fn()
@@ -53,27 +93,40 @@ def refused(fn: Callable[[], None]) -> RateLimited:
 
 
 def test_per_user_limit_refuses_with_plain_sentence(client: redis.Redis) -> None:
-    lim = Limiter(make_settings(USER_MESSAGE_LIMIT="3/hour"), client)
+    turns = Turns(client, USER_MESSAGE_LIMIT="3/hour")
     for _ in range(3):
-        lim.check_message("alice", "hello", "en")
-    err = refused(lambda: lim.check_message("alice", "hello", "en"))
+        turns.ask("alice", "hello", "en")
+    err = refused(lambda: turns.ask("alice", "hello", "en"))
     assert 3500 <= err.retry_after <= 3600
     assert err.public_message == ("You have sent 3 messages in the last hour. "
                                   "Please try again in 60 minutes.")
-    lim.check_message("bob", "hello", "en")  # another user has their own quota
+    turns.ask("bob", "hello", "en")  # another user has their own quota
 
 
 def test_czech_sentence_for_cs(client: redis.Redis) -> None:
-    lim = Limiter(make_settings(USER_MESSAGE_LIMIT="3/hour"), client)
+    turns = Turns(client, USER_MESSAGE_LIMIT="3/hour")
     for _ in range(3):
-        lim.check_message("alice", "ahoj", "cs")
-    err = refused(lambda: lim.check_message("alice", "ahoj", "cs"))
+        turns.ask("alice", "ahoj", "cs")
+    err = refused(lambda: turns.ask("alice", "ahoj", "cs"))
     assert err.public_message == ("Za poslední hodinu jste poslali 3 zprávy. "
                                   "Zkuste to prosím znovu za 60 minut.")
-    assert "You have" in refused(lambda: lim.check_message("alice", "hi", "de")).public_message
+    assert "You have" in refused(lambda: turns.ask("alice", "hi", "de")).public_message
+
+
+def test_per_address_message_limit_counts_every_user_behind_the_address(
+        client: redis.Redis) -> None:
+    turns = Turns(client, CLIENT_MESSAGE_LIMIT="3/hour")
+    for user in ("alice", "bob", "carol"):
+        turns.ask(user, addr="203.0.113.9")
+    err = refused(lambda: turns.ask("dave", addr="203.0.113.9"))
+    assert err.public_message.startswith("Too many requests from your address (3 in the last "
+                                         "hour).")
+    turns.ask("dave", addr="198.51.100.7")  # another address has its own allowance
+    turns.ask("dave")  # and a turn counted per user only is not refused for the address
 
 
 def test_per_address_request_limit(client: redis.Redis) -> None:
+    # Ticket requests, event streams, resumes, cancels and the projects list count here.
     lim = Limiter(make_settings(CLIENT_REQUEST_LIMIT="2/minute"), client)
     lim.check_request("203.0.113.9")
     lim.check_request("203.0.113.9")
@@ -86,6 +139,21 @@ def test_per_address_request_limit(client: redis.Redis) -> None:
     lim.check_request("198.51.100.7")
 
 
+def test_sse_starts_count_in_the_address_request_window(client: redis.Redis) -> None:
+    # An SSE start is a request and a message at once: the admission script counts it in the
+    # same window as check_request, whatever becomes of the message.
+    turns = Turns(client, CLIENT_REQUEST_LIMIT="3/minute")
+    turns.ask("alice", addr="203.0.113.9", request_addr="203.0.113.9")
+    turns.ask("bob", addr="203.0.113.9", request_addr="203.0.113.9")
+    turns.limiter.check_request("203.0.113.9")  # an event stream of the same address
+    err = refused(lambda: turns.ask("carol", addr="203.0.113.9", request_addr="203.0.113.9"))
+    assert err.public_message.startswith("Too many requests from your address (3 in the last "
+                                         "minute).")
+    refused(lambda: turns.limiter.check_request("203.0.113.9"))
+    assert client.zcard(keys.SLOTS_ALL) == 0, "a refused start holds no slot"
+    turns.ask("carol", addr="198.51.100.7", request_addr="198.51.100.7")
+
+
 def test_moving_window_blocks_the_double_burst_a_fixed_window_allows(
         client: redis.Redis) -> None:
     """3 per 2 s: one hit at t=0, two at t=1.7, three at t=2.3.
@@ -93,13 +161,13 @@ def test_moving_window_blocks_the_double_burst_a_fixed_window_allows(
     A fixed window opened at t=0 restarts at t=2.0 and takes all three late hits: five inside
     0.6 s. The moving window still holds the two t=1.7 hits at t=2.3, so it takes only one.
     """
-    lim = Limiter(make_settings(USER_MESSAGE_LIMIT="3 per 2 seconds"), client)
+    turns = Turns(client, USER_MESSAGE_LIMIT="3 per 2 seconds")
     fixed = FixedWindowRateLimiter(RedisStorage(REDIS_URL, key_prefix="test-fixed"))
     item = parse("3 per 2 seconds")
 
     def moving_ok() -> bool:
         try:
-            lim.check_message("edge", "hi", "en")
+            turns.ask("edge")
         except RateLimited:
             return False
         return True
@@ -114,86 +182,106 @@ def test_moving_window_blocks_the_double_burst_a_fixed_window_allows(
     late_fixed = [fixed.hit(item, "edge") for _ in range(3)]
     assert late_fixed == [True, True, True]  # 5 hits between t=1.7 and t=2.3
     assert late_moving == [True, False, False]  # never more than 3 in any 2 s
-    err = refused(lambda: lim.check_message("edge", "hi", "en"))
+    err = refused(lambda: turns.ask("edge"))
     assert 1 <= err.retry_after <= 2  # the t=1.7 hits age out at t=3.7
 
 
 def test_retry_after_is_when_a_slot_frees(client: redis.Redis) -> None:
-    lim = Limiter(make_settings(USER_MESSAGE_LIMIT="2 per 3 seconds"), client)
-    lim.check_message("carol", "a", "en")
-    lim.check_message("carol", "b", "en")
+    turns = Turns(client, USER_MESSAGE_LIMIT="2 per 3 seconds")
+    turns.ask("carol", "a")
+    turns.ask("carol", "b")
     time.sleep(1.0)
-    err = refused(lambda: lim.check_message("carol", "c", "en"))
+    err = refused(lambda: turns.ask("carol", "c"))
     assert err.retry_after == 2
     assert err.public_message.endswith("Please try again in 2 seconds.")
     time.sleep(err.retry_after)
-    lim.check_message("carol", "c", "en")  # waiting as told is enough
+    turns.ask("carol", "c")  # waiting as told is enough
 
 
 def test_message_over_4000_characters_is_413_before_any_redis_call() -> None:
     # Redis is down here: the length check is local and comes first.
-    lim = Limiter(make_settings(DOWN_URL), redis.Redis.from_url(DOWN_URL))
+    turns = Turns(redis.Redis.from_url(DOWN_URL), DOWN_URL)
     with pytest.raises(TooLarge) as info:
-        lim.check_message("alice", "x" * 4001, "en")
+        turns.ask("alice", "x" * 4001, "en")
     assert info.value.code == 413
     assert info.value.public_message == ("Your message is 4,001 characters long; the limit is "
                                          "4,000. Please shorten it.")
     with pytest.raises(TooLarge) as info:
-        lim.check_message("alice", "x" * 4001, "cs")
+        turns.ask("alice", "x" * 4001, "cs")
     assert info.value.public_message == ("Vaše zpráva má 4\u00a0001 znaků, povolené maximum "
                                          "je 4\u00a0000. Zkraťte ji prosím.")
     with pytest.raises(Unavailable):  # exactly 4,000 passes the length check
-        lim.check_message("alice", "x" * 4000, "en")
+        turns.ask("alice", "x" * 4000, "en")
 
 
 def test_global_refusal_does_not_consume_the_users_quota(client: redis.Redis) -> None:
     env = {"USER_MESSAGE_LIMIT": "3/hour"}
-    tight = Limiter(make_settings(GLOBAL_MESSAGE_LIMIT="2/hour", **env), client)
-    tight.check_message("alice", "1", "en")
-    tight.check_message("alice", "2", "en")
+    tight = Turns(client, GLOBAL_MESSAGE_LIMIT="2/hour", **env)
+    tight.ask("alice", "1")
+    tight.ask("alice", "2")
     for _ in range(5):
-        err = refused(lambda: tight.check_message("bob", "refused", "en"))
+        err = refused(lambda: tight.ask("bob", "refused"))
         assert "across all users" in err.public_message
     # With room globally, bob still has all 3 of his messages: the refusals cost him nothing.
-    roomy = Limiter(make_settings(GLOBAL_MESSAGE_LIMIT="100/hour", **env), client)
+    roomy = Turns(client, GLOBAL_MESSAGE_LIMIT="100/hour", **env)
     for _ in range(3):
-        roomy.check_message("bob", "ok", "en")
-    assert "You have sent 3" in refused(lambda: roomy.check_message("bob", "x", "en")
-                                        ).public_message
+        roomy.ask("bob", "ok")
+    assert "You have sent 3" in refused(lambda: roomy.ask("bob", "x")).public_message
 
 
 def test_user_refusal_does_not_consume_the_global_limit(client: redis.Redis) -> None:
-    lim = Limiter(make_settings(USER_MESSAGE_LIMIT="1/hour", GLOBAL_MESSAGE_LIMIT="3/hour"),
-                  client)
-    lim.check_message("alice", "1", "en")
+    turns = Turns(client, USER_MESSAGE_LIMIT="1/hour", GLOBAL_MESSAGE_LIMIT="3/hour")
+    turns.ask("alice", "1")
     for _ in range(5):
-        refused(lambda: lim.check_message("alice", "2", "en"))
-    lim.check_message("bob", "1", "en")
-    lim.check_message("carol", "1", "en")  # 3 accepted in all: alice's refusals took none
+        refused(lambda: turns.ask("alice", "2"))
+    turns.ask("bob", "1")
+    turns.ask("carol", "1")  # 3 accepted in all: alice's refusals took none
+    assert "across all users" in refused(lambda: turns.ask("dan", "1")).public_message
 
 
 def test_optional_daily_cap_across_all_visitors(client: redis.Redis) -> None:
-    off = Limiter(make_settings(), client)
+    off = Turns(client)
     for i in range(5):
-        off.check_message(f"user{i}", "hi", "en")
+        off.ask(f"user{i}")
     client.flushdb()
-    lim = Limiter(make_settings(DAILY_QUESTION_CAP="2"), client)
-    lim.check_message("alice", "1", "en")
-    lim.check_message("bob", "1", "en")
-    err = refused(lambda: lim.check_message("carol", "1", "cs"))
+    turns = Turns(client, DAILY_QUESTION_CAP="2")
+    turns.ask("alice", "1")
+    turns.ask("bob", "1")
+    err = refused(lambda: turns.ask("carol", "1", "cs"))
     assert 86000 <= err.retry_after <= 86400
     assert err.public_message == ("Asistent dosáhl denního limitu dotazů od všech návštěvníků "
                                   "(2). Zkuste to prosím znovu za 24 hodin.")
 
 
 def test_no_user_id_or_address_in_key_names(client: redis.Redis) -> None:
-    lim = Limiter(make_settings(), client)
-    lim.check_request("203.0.113.9")
-    lim.check_message("alice@example.org", "hi", "en")
-    Leases(make_settings(), client).acquire("alice@example.org", "t1", "web-1")
+    turns = Turns(client)
+    turns.limiter.check_request("203.0.113.9")
+    turns.ask("alice@example.org", addr="203.0.113.9", request_addr="203.0.113.9", hold=True)
     names = [k.decode() for k in client.scan_iter("*")]
     assert names and all(n.startswith(keys.PREFIX) for n in names)
+    assert any("slots:user" in n for n in names) and any("addr-msg" in n for n in names)
     assert not any("alice" in n or "203.0.113.9" in n for n in names)
+
+
+@pytest.mark.parametrize("addr, bucket", [
+    ("203.0.113.9", "203.0.113.9"),
+    ("::ffff:203.0.113.9", "203.0.113.9"),
+    ("2001:db8:1:ab01::1", "2001:db8:1:ab00::/56"),
+    ("2001:db8:1:abff:ffff:ffff:ffff:fff0", "2001:db8:1:ab00::/56"),
+    ("not-an-address", "not-an-address"),
+])
+def test_ipv6_clients_are_bucketed_per_56_by_default(addr: str, bucket: str) -> None:
+    assert address_bucket(addr) == bucket
+    assert Limiter(make_settings(), redis.Redis.from_url(DOWN_URL)).bucket(addr) == bucket
+
+
+def test_the_ipv6_prefix_is_configurable() -> None:
+    lim = Limiter(make_settings(IPV6_PREFIX="48"), redis.Redis.from_url(DOWN_URL))
+    assert lim.bucket("2001:db8:1:ab01::1") == "2001:db8:1::/48"
+    assert ipaddress.ip_network(lim.bucket("2001:db8:1:ffff::1")).prefixlen == 48
+    for bad in ("16", "65", "128"):
+        with pytest.raises(ConfigError):
+            make_settings(IPV6_PREFIX=bad)
 
 
 def test_rate_limit_settings_are_validated() -> None:
@@ -212,67 +300,79 @@ def test_rate_limit_settings_are_validated() -> None:
             s.max_turns_total, s.max_message_chars) == (0, 2, 8, 0, 4000)
 
 
-# --- in-flight leases ----------------------------------------------------------------------
+# --- in-flight caps ------------------------------------------------------------------------
 
 
 def test_third_concurrent_turn_of_a_user_is_refused(client: redis.Redis) -> None:
-    leases = Leases(make_settings(), client)
-    leases.acquire("alice", "t1", "web-1")
-    leases.acquire("alice", "t2", "web-2")
-    err = refused(lambda: leases.acquire("alice", "t3", "web-1"))
+    turns = Turns(client)
+    turns.ask("alice", turn="t1", hold=True)
+    turns.ask("alice", turn="t2", hold=True, process="web-2")
+    err = refused(lambda: turns.ask("alice", turn="t3", hold=True))
     assert err.retry_after == BUSY_RETRY_AFTER_S
     assert err.public_message.startswith("You already have 2 answers in progress")
-    cs = refused(lambda: leases.acquire("alice", "t3", "web-1", "cs")).public_message
+    cs = refused(lambda: turns.ask("alice", lang="cs", turn="t3", hold=True)).public_message
     assert cs.startswith("Už se vám připravuje nejvyšší povolený počet odpovědí najednou (2).")
-    leases.acquire("bob", "t4", "web-1")
-    leases.acquire("alice", "t1", "web-1")  # the same turn again holds one slot, not two
-    leases.release("t1")
-    leases.acquire("alice", "t3", "web-1")
+    turns.ask("bob", turn="t4", hold=True)
+    turns.ask("alice", turn="t1", hold=True)  # the same turn again holds one slot, not two
+    turns.leases.release("t1")
+    turns.ask("alice", turn="t3", hold=True)
+
+
+def test_a_turn_refused_as_busy_uses_up_no_message_quota(client: redis.Redis) -> None:
+    turns = Turns(client, USER_MESSAGE_LIMIT="3/hour")
+    turns.ask("alice", turn="t1", hold=True)
+    turns.ask("alice", turn="t2", hold=True)
+    for _ in range(4):
+        refused(lambda: turns.ask("alice", turn="t3", hold=True))
+    turns.leases.release("t1")
+    turns.ask("alice", turn="t3")  # the third of three: the busy refusals counted nothing
+    assert "You have sent 3" in refused(lambda: turns.ask("alice")).public_message
 
 
 def test_process_cap(client: redis.Redis) -> None:
-    leases = Leases(make_settings(MAX_TURNS_PER_PROCESS="3"), client)
+    turns = Turns(client, MAX_TURNS_PER_PROCESS="3")
     for i in range(3):
-        leases.acquire(f"user{i}", f"t{i}", "web-1")
-    err = refused(lambda: leases.acquire("user9", "t9", "web-1"))
+        turns.ask(f"user{i}", turn=f"t{i}", hold=True)
+    err = refused(lambda: turns.ask("user9", turn="t9", hold=True))
     assert err.public_message == ("The assistant is busy answering other questions. "
                                   "Please try again in 5 seconds.")
-    leases.acquire("user9", "t9", "web-2")  # another web process has room
+    turns.ask("user9", turn="t9", hold=True, process="web-2")  # another process has room
 
 
 def test_cluster_cap_is_optional(client: redis.Redis) -> None:
-    leases = Leases(make_settings(), client)
+    turns = Turns(client)
     for i in range(12):  # off by default: only per-process caps apply
-        leases.acquire(f"user{i}", f"a{i}", f"web-{i % 2}")
+        turns.ask(f"user{i}", turn=f"a{i}", hold=True, process=f"web-{i % 2}")
     client.flushdb()
-    capped = Leases(make_settings(MAX_TURNS_TOTAL="2"), client)
-    capped.acquire("alice", "t1", "web-1")
-    capped.acquire("bob", "t2", "web-2")
-    refused(lambda: capped.acquire("carol", "t3", "web-3"))
-    capped.release("t2")
-    capped.acquire("carol", "t3", "web-3")
+    capped = Turns(client, MAX_TURNS_TOTAL="2")
+    capped.ask("alice", turn="t1", hold=True)
+    capped.ask("bob", turn="t2", hold=True, process="web-2")
+    refused(lambda: capped.ask("carol", turn="t3", hold=True, process="web-3"))
+    capped.leases.release("t2")
+    capped.ask("carol", turn="t3", hold=True, process="web-3")
 
 
 def test_an_unrenewed_lease_frees_its_slot(client: redis.Redis) -> None:
     # A crashed holder simply stops renewing.
-    leases = Leases(make_settings(SLOT_LEASE_S="1"), client)
-    leases.acquire("alice", "t1", "web-1")
-    leases.acquire("alice", "t2", "web-1")
-    refused(lambda: leases.acquire("alice", "t3", "web-1"))
+    turns = Turns(client, SLOT_LEASE_S="1")
+    turns.ask("alice", turn="t1", hold=True)
+    turns.ask("alice", turn="t2", hold=True)
+    refused(lambda: turns.ask("alice", turn="t3", hold=True))
     time.sleep(1.1)
-    leases.acquire("alice", "t3", "web-1")
-    assert leases.renew("t1") is False  # a lapsed lease is not taken back
+    turns.ask("alice", turn="t3", hold=True)
+    assert turns.leases.renew("t1") is False  # a lapsed lease is not taken back
 
 
 def test_renewing_keeps_the_slot(client: redis.Redis) -> None:
-    leases = Leases(make_settings(SLOT_LEASE_S="1"), client)
-    leases.acquire("alice", "t1", "web-1")
-    leases.acquire("alice", "t2", "web-1")
+    turns = Turns(client, SLOT_LEASE_S="1")
+    leases = turns.leases
+    turns.ask("alice", turn="t1", hold=True)
+    turns.ask("alice", turn="t2", hold=True)
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
         assert leases.renew("t1") and leases.renew("t2")
         time.sleep(leases.renew_every_s)
-    refused(lambda: leases.acquire("alice", "t3", "web-1"))
+    refused(lambda: turns.ask("alice", turn="t3", hold=True))
     # Every set expires with its last lease, so nothing is left behind.
     for key in (keys.slots_user("alice"), keys.slots_process("web-1"), keys.SLOTS_ALL,
                 keys.slot_holder("t1")):
@@ -280,13 +380,14 @@ def test_renewing_keeps_the_slot(client: redis.Redis) -> None:
 
 
 def test_release_frees_the_slot_and_is_idempotent(client: redis.Redis) -> None:
-    leases = Leases(make_settings(), client)
-    leases.acquire("alice", "t1", "web-1")
-    leases.acquire("alice", "t2", "web-1")
+    turns = Turns(client)
+    leases = turns.leases
+    turns.ask("alice", turn="t1", hold=True)
+    turns.ask("alice", turn="t2", hold=True)
     leases.release("t1")
     leases.release("t1")
     leases.release("never-acquired")
-    leases.acquire("alice", "t3", "web-1")
+    turns.ask("alice", turn="t3", hold=True)
     assert leases.renew("t1") is False
     assert client.zcard(keys.SLOTS_ALL) == 2
 
@@ -314,17 +415,20 @@ def _race(n: int, acquire: Callable[[int], None]) -> list[int]:
     return won
 
 
-@pytest.mark.parametrize(("scope", "cap"), [("user", 2), ("process", 8), ("cluster", 5)])
-def test_concurrent_acquires_never_exceed_a_cap(client: redis.Redis, scope: str,
-                                                cap: int) -> None:
-    settings = make_settings(MAX_TURNS_TOTAL="5" if scope == "cluster" else "0")
+@pytest.mark.parametrize(("scope", "cap"), [("user", 2), ("process", 8), ("cluster", 5),
+                                            ("messages", 3)])
+def test_concurrent_admissions_never_exceed_a_cap(client: redis.Redis, scope: str,
+                                                  cap: int) -> None:
+    env = {"MAX_TURNS_TOTAL": "5" if scope == "cluster" else "0"}
+    if scope == "messages":
+        env.update(USER_MESSAGE_LIMIT="3/hour", MAX_TURNS_PER_USER="50")
     # One client (own connection pool) per thread, like separate web processes.
     clients = [redis.Redis.from_url(REDIS_URL) for _ in range(20)]
 
     def acquire(i: int) -> None:
-        user = "alice" if scope == "user" else f"user{i}"
-        process = f"web-{i % 4}" if scope == "cluster" else "web-1"
-        Leases(settings, clients[i]).acquire(user, f"t{i}", process)
+        user = "alice" if scope in ("user", "messages") else f"user{i}"
+        process = f"web-{i % 4}" if scope in ("cluster", "messages") else "web-1"
+        Turns(clients[i], **env).ask(user, turn=f"t{i}", hold=True, process=process)
 
     try:
         won = _race(20, acquire)
@@ -339,17 +443,15 @@ def test_concurrent_acquires_never_exceed_a_cap(client: redis.Redis, scope: str,
 
 
 def test_redis_down_refuses_with_503() -> None:
-    settings = make_settings(DOWN_URL)
     down = redis.Redis.from_url(DOWN_URL, socket_connect_timeout=1)
-    lim, leases = Limiter(settings, down), Leases(settings, down)
-    for call in (lambda: lim.check_request("203.0.113.9"),
-                 lambda: lim.check_message("alice", "hello", "en"),
-                 lambda: leases.acquire("alice", "t1", "web-1"),
-                 lambda: leases.renew("t1")):
+    turns = Turns(down, DOWN_URL)
+    for call in (lambda: turns.limiter.check_request("203.0.113.9"),
+                 lambda: turns.ask("alice", "hello"),
+                 lambda: turns.leases.renew("t1")):
         with pytest.raises(Unavailable) as info:
             call()
         assert info.value.code == 503
     with pytest.raises(Unavailable) as info:
-        lim.check_message("alice", "ahoj", "cs")
+        turns.ask("alice", "ahoj", "cs")
     assert info.value.public_message.startswith("Asistent teď nemůže ověřit limity")
-    leases.release("t1")  # never raises: the slot would free at its deadline anyway
+    turns.leases.release("t1")  # never raises: the slot would free at its deadline anyway

@@ -278,7 +278,7 @@ def test_item3_healthz_detail_for_trusted_callers_is_cached(scripted_stack: Stac
     assert first["checked_at"] == second["checked_at"], "checked once for both calls"
 
 
-def test_item4_ipv6_clients_are_bucketed_per_64(settings: Any, services: Any) -> None:
+def test_item4_ipv6_clients_are_bucketed_per_56(settings: Any, services: Any) -> None:
     import dataclasses
     import uuid
 
@@ -288,12 +288,13 @@ def test_item4_ipv6_clients_are_bucketed_per_64(settings: Any, services: Any) ->
 
     s = dataclasses.replace(settings, client_request_limit="2/minute")
     limiter = Limiter(s, redis_client(s))
-    prefix = f"2001:db8:{uuid.uuid4().int % 0xffff:x}:1"  # a fresh /64 per run
-    limiter.check_request(f"{prefix}::1")
-    limiter.check_request(f"{prefix}::2")
+    # A fresh /56 per run: 2001:db8:<random>:ab00::/56 holds the /64s ab00 to abff.
+    prefix = f"2001:db8:{uuid.uuid4().int % 0xffff:x}:ab"
+    limiter.check_request(f"{prefix}01::1")
+    limiter.check_request(f"{prefix}02::1")  # another /64 of the same subscriber
     with pytest.raises(RateLimited):
-        limiter.check_request(f"{prefix}:ffff:ffff:ffff:fff0")  # same /64, another address
-    limiter.check_request(f"{prefix.rsplit(':', 1)[0]}:2::1")  # the next /64 is its own bucket
+        limiter.check_request(f"{prefix}ff:ffff:ffff:ffff:fff0")  # same /56, a third /64
+    limiter.check_request(f"{prefix[:-2]}ac00::1")  # the next /56 is its own bucket
 
 
 class _CountingApp:

@@ -13,7 +13,7 @@ from flask import request
 from shared.config import Settings
 from shared.limits import Admission, Leases, Limiter, StreamSlots
 from shared.redis_client import redis_client
-from web.client_addr import IPNetwork, client_address, parse_networks
+from web.client_addr import IPNetwork, client_address, forwarded, parse_networks
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +71,12 @@ def _warn_untrusted_proxy(peer: str) -> None:
 
 def trusted_health_caller(settings: Settings) -> bool:
     """Whether this request may see /healthz detail (ASSISTANT_HEALTH_TRUSTED)."""
-    # A forwarded request counts only through a trusted proxy: behind a local proxy that is
-    # not configured as trusted, every caller would otherwise look like loopback.
-    if request.headers.get("X-Forwarded-For") and not _in(
-            request.remote_addr, _proxies(settings.trusted_proxies)):
+    # A forwarded request (any proxy header, as /metrics reads them) counts only through a
+    # trusted proxy that names the client in X-Forwarded-For: behind a local proxy every
+    # caller would otherwise look like loopback, and X-Real-IP or Forwarded are not read.
+    if forwarded(request.headers) and not (
+            request.headers.get("X-Forwarded-For")
+            and _in(request.remote_addr, _proxies(settings.trusted_proxies))):
         return False
     return _in(current_client(settings), _proxies(settings.health_trusted))
 

@@ -11,16 +11,15 @@ from shared.celery_config import CORPUS_QUEUE, TURN_QUEUE
 from shared.errors import NotFound
 from shared.redis_client import redis_client
 from web.auth import settings
+from web.client_addr import forwarded
 
 bp = Blueprint("metrics", __name__)
 LOOPBACK = frozenset({"127.0.0.1", "::1"})
-PROXY_HEADERS = ("X-Forwarded-For", "X-Real-IP", "Forwarded")
 
 
 def local_scrape() -> bool:
     """A request from loopback that no proxy forwarded (a proxy on the host adds headers)."""
-    return request.remote_addr in LOOPBACK and not any(h in request.headers
-                                                       for h in PROXY_HEADERS)
+    return request.remote_addr in LOOPBACK and not forwarded(request.headers)
 
 
 @bp.get("/metrics")
