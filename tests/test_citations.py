@@ -34,6 +34,13 @@ CASES = [
     Cite("list-no-space", "Both say so [2,3].", 3, (2, 3), (), "a list without a space"),
     Cite("list-and-en", "Both say so [1 and 2].", 3, (1, 2), (), "an English 'and' list"),
     Cite("list-a-cs", "Obě to říkají [1 a 3].", 3, (1, 3), (), "a Czech 'a' list"),
+    Cite("list-space", "Both say so [1 2].", 3, (1, 2), (),
+         "issue 26: a list separated by a space alone"),
+    Cite("list-space-invalid", "Both say so [7 9].", 1, (7, 9), (7, 9),
+         "issue 26: the peer's case, two wrong passage numbers in a space-separated list"),
+    Cite("list-space-three", "All of them [1 2 3].", 3, (1, 2, 3), (), "three, space-separated"),
+    Cite("link-citation", "See [1](https://x) now.", 3, (1,), (),
+         "a citation written as a markdown link is still a citation"),
     Cite("range-hyphen", "All three [1-3].", 3, (1, 2, 3), (), "a hyphen range names each"),
     Cite("range-en-dash", "All three [1–3].", 3, (1, 2, 3), (), "an en-dash range"),
     Cite("range-reversed", "All three [3–1].", 3, (1, 2, 3), (),
@@ -102,6 +109,10 @@ CASES = [
     Cite("pseudo-no-number", "See [docs] and [data].", 3, (), (), "a label without a number"),
     Cite("letter-glued", "Index [x1].", 3, (), (), "x is not a label"),
     Cite("no-passages", "Anything [Source 1].", 0, (1,), (1,), "with no passages all are invalid"),
+    Cite("space-thousands", "A budget of [1 234] CZK.", 3, (), (),
+         "a space before three digits groups thousands: one number, not a list"),
+    Cite("link-text-words", "As [this step](#step-7) says.", 3, (), (),
+         "a link whose text is words is no citation, whatever its target holds"),
 ]
 
 
@@ -153,3 +164,20 @@ def _streamed_forms_never_leak(seed: int) -> None:
     assert "".join(sent) == strip_markers(FORMS)
     for chunk in sent:
         assert "Zdroj 2" not in chunk and "Source 1" not in chunk and "【3】" not in chunk
+
+
+def test_stripping_a_citation_link_takes_its_target() -> None:
+    """Issue 26: stripping `See [1](https://x) now` must not leave `(https://x)` behind."""
+    assert strip_markers("See [1](https://x) now") == "See  now"
+    assert strip_markers("See [Source 2](docs/a.md#part-1).") == "See ."
+    assert strip_markers("As [this step](#step-7) says") == "As [this step](#step-7) says"
+    assert strip_markers("Both [1 2] agree.") == "Both  agree."
+
+
+def test_streamed_citation_link_never_leaks_its_target() -> None:
+    text = "See [1](https://x.example/a) now and [2](#b)."
+    for cut in range(1, len(text)):
+        for cut2 in range(cut + 1, len(text), 3):
+            s = MarkerStripper()
+            out = s.feed(text[:cut]) + s.feed(text[cut:cut2]) + s.feed(text[cut2:]) + s.flush()
+            assert out == strip_markers(text) == "See  now and .", (cut, cut2)

@@ -515,3 +515,67 @@ def test_triple_uses_the_passage_count() -> None:
     # [6, 8, 12] with three passages and data (6, 8, 11): a triple, so 12 is checked.
     check = check_numbers("the median is [6, 8, 12]", ("Ω = (6, 8, 11)",), passages=3)
     assert check.unconfirmed == ("12",)
+
+
+# --- issue 26: the peer suite's remaining disagreements, written from the issue's words -------
+
+BIG = "1234567890123456789012345678"  # 28 digits: the default decimal context's precision
+
+ISSUE26_EXTRACT = [
+    Extract("underscore-name", "set 5_b to the mean", [],
+            "digits glued to an underscore and a letter are a name (like E_1), not 5"),
+    Extract("link-target", "as [this step](#step-7) says, 4 experts", [("4", 4)],
+            "digits inside a markdown link target are part of an address, not a number"),
+    Extract("link-target-url", "see [the guide](docs/guide.md#part-3) for 9 steps", [("9", 9)],
+            "a relative link target likewise"),
+    Extract("interval-open-closed", "the class (83,24] holds it", [("83", 83), ("24", 24)],
+            "a half-open interval: two integers, never the decimal 83.24"),
+    Extract("interval-closed-open", "the class [53,88) holds it", [("53", 53), ("88", 88)],
+            "the other half-open shape"),
+    Extract("parenthesised-decimal-cs", "průměr (83,24) je nízký", [("83,24", 83.24)],
+            "matching parentheses keep the Czech decimal comma: only the mixed shape is an "
+            "interval"),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ISSUE26_EXTRACT])
+def test_issue26_extract(case: Extract) -> None:
+    test_extract(case)
+
+
+ISSUE26_GROUND = [
+    Ground("grouped-decimal-not-a-pair", "It is 1,234.56 in total.", ("1 and 234.56",),
+           ("1,234.56",), "the docstring's table: 12,345.67 is thousands, never two numbers"),
+    Ground("grouped-decimal-thousands", "It is 1,234.56 in total.", ("total 1234.56",), (),
+           "its thousands reading is grounded"),
+    Ground("beyond-28-digits-rounded", f"It is {BIG}.13", (f"value={BIG}.1234567",),
+           (f"{BIG}.13",), "the issue's crash: .1234567 rounds to .12, never .13, and the "
+                           "check must not raise"),
+    Ground("beyond-28-digits-truncated", f"It is {BIG}.12", (f"value={BIG}.1234567",), (),
+           "a 30-digit truncation is grounded exactly"),
+    Ground("beyond-28-digits-negation", f"It is -{BIG}.99", (f"value -{BIG[:-1]}9",),
+           (f"-{BIG}.99",), "negation is exact: -...678.99 never rounds to -...679"),
+    Ground("beyond-28-digits-negation-grounded", f"It is -{BIG}.99", (f"value -{BIG}.99",), (),
+           "the same negative is grounded"),
+    Ground("beyond-28-digits-percent", f"a share of {BIG}.5 %", (f"ratio {BIG[:-2]}.78",),
+           (f"{BIG}.5 %",), "a percentage's fraction (...56.785) is exact too: rounded to 28 "
+                            "digits it would be the ratio's ...56.78"),
+    Ground("beyond-28-digits-percent-grounded", f"a share of {BIG}.5 %",
+           (f"ratio {BIG[:-2]}.785",), (), "the exact fraction grounds it"),
+    Ground("underscore-name-grounded", "Set 5_b to 7.", ("value 7",), (),
+           "5_b is a name: only 7 is checked"),
+    Ground("link-target-grounded", "As [this step](#step-7) says, Δmax is 2.2.", ("Δmax 2.2",),
+           (), "the link target's 7 is not checked"),
+    Ground("interval-grounded-by-itself", "It lies in (83,24] and [53,88).",
+           ("classes (83,24] and [53,88)",), (),
+           "every value of the answer is in the grounding: no flag"),
+    Ground("interval-grounded-by-integers", "It lies in (83,24].", ("from 24 to 83",), (),
+           "the interval's two integers are grounded by the same integers"),
+    Ground("interval-not-a-decimal", "It lies in (83,24].", ("value 83.24",), ("24",),
+           "the interval's 24 is no part of the decimal 83.24 (whose rounding grounds 83)"),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ISSUE26_GROUND])
+def test_issue26_grounding(case: Ground) -> None:
+    test_grounding(case)

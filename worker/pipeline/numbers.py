@@ -5,7 +5,9 @@ data, the user's own messages) or is one of the pinned constants, either exactly
 value rounded or truncated to the decimals the answer wrote (data 14.19 grounds 14.2, 14.1
 and 14; data 2.2 grounds 2.20). A percentage also matches its fraction ("20 %" ~ 0.20).
 Values are exact decimals (decimal.Decimal), never floats with a tolerance: 1234567890 does
-not ground 1234567891.
+not ground 1234567891. Exact at any length, too: negation, fractions and rounding never use
+the default context's 28 digits (which rounds -1234567890123456789012345678.99 to ...679 and
+cannot quantize a 30-digit number at all).
 
 What a comma between digits means (a number may have several readings; it is grounded when
 any reading is, so the checker flags only what no reading the data supports explains):
@@ -30,7 +32,8 @@ What counts as a number in the answer:
   says, "10.000" first as 10.0 (decimal point; Czech 10 000 only when unambiguous, as in
   "10.000.000" or "10.000,5"), the other reading still counting as grounded;
 * digits joined by commas into three or more groups that are not thousands ("6,8,11") are a
-  list of separate numbers; two groups ("6,8") are a decimal comma;
+  list of separate numbers; two groups ("6,8") are a decimal comma, except between brackets
+  that do not match, a half-open interval: "(83,24]" and "[53,88)" are two integers each;
 * percentages ("20%", "20 %", "20 percent", "20 procent"); a range end before a percentage is a
   percentage too ("10-20 %");
 * a leading "-" or U+2212 minus after a space or an opening bracket; in "10-20" and "10–20"
@@ -45,7 +48,8 @@ digits (a year is a date; the cost is that "2000 experts" goes unchecked, so wri
 list numbering at a line start ("1. ", "2) ", "### 3. "); ordinals ("3rd", Czech "3. expert");
 version strings ("v1.2.3", "1.2.3", "Python 3.11"; a bare "3.11" is a number); section
 references ("section 6", "§ 3"); names glued to a letter ("COVID-19", "BM25", "E_1", "#3");
-standards ("ISO 8601", "RFC 7519"); file names and URLs; bold list numbers ("**1.** Compute");
+standards ("ISO 8601", "RFC 7519"); file names and URLs; markdown link targets
+("[this step](#step-7)"); digits before an underscore ("5_b"); bold list numbers ("**1.** Compute");
 model names ("Qwen3.5-9B", "GPT-4": a number after a hyphen is a name when the word before
 the hyphen has a capital or a digit, while after a lowercase word, "error-15.3", it is the
 number 15.3; the cost is that a lowercase "utf-8" is checked, and grounded only when the
@@ -70,7 +74,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal
 
 from shared.language import detect_language
 from worker.pipeline.markers import read_citations
@@ -191,7 +195,8 @@ def _parse_plain(s: str) -> list[_Raw]:
     if s.count(",") + s.count(".") == 1:
         return [_one_mark(s)]
     if _GROUPED_EN.fullmatch(s):
-        return [_Raw(0, s, (_reading(s.replace(",", ""), "."),), _side_by_side(s, ","))]
+        # Thousands only (the table above): "1,234.56" is never 1 and 234.56 side by side.
+        return [_Raw(0, s, (_reading(s.replace(",", ""), "."),))]
     if _GROUPED_CS.fullmatch(s):
         return [_Raw(0, s, (_reading(s.replace(".", ""), ","),))]
     if "," in s:  # "6,8,11" or "5.5,8.5,13" or "[0.585,91)": a list written without spaces
@@ -229,7 +234,8 @@ def _finish(text: str, start: int, end: int, readings: tuple[Reading, ...], *,
     plain = not word and text[start:end].isdigit()
     if not word and _has_sign(text, start):
         start, plain = start - 1, False
-        readings = tuple((-v, d) for v, d in readings)
+        # copy_negate is exact; unary minus rounds to the context's 28 digits.
+        readings = tuple((v.copy_negate(), d) for v, d in readings)
     pct = _PERCENT.match(text, end)
     stop = pct.end() if pct else end
     return _Token(text[start:stop], start, end, readings, bool(pct), word, plain, parts)
@@ -240,9 +246,17 @@ def _token(text: str, start: int, raw: _Raw) -> _Token:
     return _finish(text, start, start + len(raw.text), raw.readings, parts=parts)
 
 
+# A half-open interval of two integers, "(83,24]" or "[53,88)": the brackets do not match, so
+# the comma separates two ends rather than marking decimals (matching ones, "(83,24)", stay
+# the Czech decimal 83.24).
+_HALF_OPEN = re.compile(r"\([0-9]+,[0-9]+\]|\[[0-9]+,[0-9]+\)")
+
+
 def _digit_tokens(text: str) -> Iterator[_Token]:
     for m in _BLOB.finditer(text):
-        for raw in _parse_blob(m.group()):
+        ends = _HALF_OPEN.fullmatch(text, m.start() - 1, m.end() + 1) if m.start() else None
+        raws = (ends and _side_by_side(m.group(), ",")) or _parse_blob(m.group())
+        for raw in raws:
             yield _token(text, m.start() + raw.offset, raw)
 
 # --- words ----------------------------------------------------------------------------------
@@ -335,6 +349,7 @@ _NOT_NUMBERS = [re.compile(p) for p in (
     rf"\b{_CS_MONTHS}\s+{_YEAR}\b",  # květen 2024
     r"(?<![0-9])[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?![0-9])",  # 14:30
     r"(?:https?://|www\.)\S+",
+    r"\]\([^()\s]*\)",  # a markdown link's target: "[this step](#step-7)"
     r"[\w./-]*\w\.(?:md|txt|py|json|csv|tsx?|jsx?|html?|ya?ml|toml|pdf|docx?)\b",
     r"\b(?:ISO(?:/IEC)?|RFC|ČSN)\s*[0-9]+(?:[-:.][0-9]+)*",
     r"(?i:\b(?:python|versions?|verze|verzi|verzí|release|vydání|postgresql|postgres|django"
@@ -352,6 +367,7 @@ _CS_ORDINAL = re.compile("\\.[ \t\u00a0\u202f\u2009]+(\\w)")
 # a capital or a digit makes a name (COVID-19, GPT-4, Qwen3.5-9B).
 _WORD_BEFORE_HYPHEN = re.compile(r"[\w.]+$")
 _CZECH_LETTERS = re.compile("[áéíóúýěščřžůťďňÁÉÍÓÚÝĚŠČŘŽŮŤĎŇ]")
+_GLUED_AFTER = re.compile(r"_[^\W_]")  # an underscore and a letter or digit, as in 5_b
 
 
 def _masks(text: str) -> list[tuple[int, int]]:
@@ -370,6 +386,8 @@ def _is_name(text: str, tok: _Token) -> bool:
     before = text[tok.start - 1] if tok.start else " "
     if before.isalpha() or before in "_#":
         return True  # BM25, v1.2, E_1, #3: part of a name
+    if _GLUED_AFTER.match(text, tok.end):
+        return True  # 5_b: a name too, never the number 5
     if before == "-" and tok.start > 1:
         word = _WORD_BEFORE_HYPHEN.search(text, 0, tok.start - 1)
         if word and any(c.isalpha() for c in word.group()):
@@ -422,13 +440,15 @@ def _names_experts(text: str, tok: _Token) -> bool:
 
 
 def _fraction(value: Decimal) -> Decimal:
-    return value / 100  # exact: 14.2 % is 0.142
+    """value / 100, exact at any length (division rounds to the context's 28 digits)."""
+    sign, digits, exponent = value.as_tuple()
+    return Decimal((sign, digits, int(exponent) - 2))  # 14.2 % is 0.142
 
 
 def _token_values(tok: _Token) -> set[Decimal]:
     values: set[Decimal] = set()
     for v, _ in tok.readings:
-        values |= {v, abs(v)} | ({_fraction(v)} if tok.percent else set())
+        values |= {v, v.copy_abs()} | ({_fraction(v)} if tok.percent else set())
     for part in tok.parts:
         values |= _token_values(part)
     return values
@@ -466,6 +486,18 @@ def _expert_counts(texts: Iterable[str]) -> frozenset[Decimal]:
 # --- matching -------------------------------------------------------------------------------
 
 _ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)  # ROUND_DOWN truncates
+_WIDE = Context(prec=200)
+
+
+def _exact(g: Decimal, value: Decimal, decimals: int) -> Context:
+    """A context in which g - value and g at the answer's decimals are exact.
+
+    The default context keeps 28 digits: it rounds longer numbers and refuses to quantize them
+    (decimal.InvalidOperation), so a 30-digit number would crash the check.
+    """
+    low = min(int(g.as_tuple().exponent), int(value.as_tuple().exponent), -decimals)
+    need = max(g.adjusted(), value.adjusted()) - low + 3
+    return _WIDE if need <= _WIDE.prec else Context(prec=need)
 
 
 def _grounds(g: Decimal, value: Decimal, decimals: int) -> bool:
@@ -475,13 +507,14 @@ def _grounds(g: Decimal, value: Decimal, decimals: int) -> bool:
     """
     if g == value:
         return True
-    if abs(value - g) >= 1:
+    ctx = _exact(g, value, decimals)
+    if ctx.subtract(value, g).copy_abs() >= 1:
         return False  # rounding to whole units or finer never moves a value by a whole unit
     exponent = g.as_tuple().exponent
     if not isinstance(exponent, int) or exponent >= -decimals:
         return False  # g is no more precise than the answer: only equality counts
     step = Decimal(1).scaleb(-decimals)
-    return any(g.quantize(step, rounding=r) == value for r in _ROUNDINGS)
+    return any(g.quantize(step, rounding=r, context=ctx) == value for r in _ROUNDINGS)
 
 
 def _readings(tok: _Token) -> tuple[Reading, ...]:
