@@ -16,6 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 from assistant_cli import stack
 from corpus_jobs.build import build_index
 from corpus_jobs.manifest import load_manifest, root_available
+from shared.celery_config import QUEUES
 from shared.config import Settings
 
 LOOPBACK = ("127.0.0.1", "localhost")
@@ -132,7 +133,7 @@ def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | Non
     env = dict(env if env is not None else os.environ, PYTHONUNBUFFERED="1")
     if plan.worker:
         proc = sup.start(f"{plan.name}-worker", _celery(
-            "worker", "-Q", "turns,corpus", "-P", "threads", "-c", str(plan.worker_concurrency),
+            "worker", "-Q", ",".join(QUEUES), "-P", "threads", "-c", str(plan.worker_concurrency),
             "-n", f"{plan.name}-{os.getpid()}@%h", "--loglevel", "INFO", "--without-gossip",
             "--without-mingle"), env=env)
         stack.wait_until(lambda: "ready." in stack.tail(proc.log, 200), 60, f"{plan.name}-worker", proc)

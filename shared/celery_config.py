@@ -12,6 +12,9 @@ CORPUS_REBUILD_TASK = "corpus.rebuild"
 TRACE_PRUNE_TASK = "traces.prune"
 FEEDBACK_TASK = "turn.feedback"
 CORPUS_QUEUE = "corpus"
+# Ratings wait here, never in front of turns (a burst of them must not delay an answer).
+FEEDBACK_QUEUE = "feedback"
+QUEUES = (TURN_QUEUE, CORPUS_QUEUE, FEEDBACK_QUEUE)
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -27,7 +30,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_ignore_result": True,
         "result_backend": None,
         "task_default_queue": TURN_QUEUE,
-        "task_routes": {TURN_TASK: {"queue": TURN_QUEUE}, FEEDBACK_TASK: {"queue": TURN_QUEUE},
+        "task_routes": {TURN_TASK: {"queue": TURN_QUEUE}, FEEDBACK_TASK: {"queue": FEEDBACK_QUEUE},
                         CORPUS_REBUILD_TASK: {"queue": CORPUS_QUEUE}},
         "worker_prefetch_multiplier": 1,
         "task_time_limit": hard_limit,

@@ -62,6 +62,11 @@ def turn_feedback(turn: str) -> str:
     return f"{PREFIX}turn:{turn}:feedback"
 
 
+def turn_feedback_task(turn: str) -> str:
+    """Set while a feedback task of the turn is queued or running: one pending task a turn."""
+    return f"{PREFIX}turn:{turn}:feedback-task"
+
+
 def turn_rerun(turn: str) -> str:
     """Claimed by whichever web process re-runs a turn, so only one does."""
     return f"{PREFIX}turn:{turn}:rerun"

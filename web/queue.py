@@ -5,7 +5,13 @@ from __future__ import annotations
 from celery import Celery
 from flask import Flask
 
-from shared.celery_config import FEEDBACK_TASK, TURN_QUEUE, TURN_TASK, celery_config
+from shared.celery_config import (
+    FEEDBACK_QUEUE,
+    FEEDBACK_TASK,
+    TURN_QUEUE,
+    TURN_TASK,
+    celery_config,
+)
 from shared.config import Settings
 
 
@@ -48,7 +54,7 @@ class TurnQueue:
     def feedback(self, turn: str) -> None:
         """Ask the worker to put the turn's stored rating (shared/feedback.py) on its trace."""
         assert self._celery is not None
-        self._celery.send_task(FEEDBACK_TASK, args=[turn], queue=TURN_QUEUE,
+        self._celery.send_task(FEEDBACK_TASK, args=[turn], queue=FEEDBACK_QUEUE,
                                argsrepr=repr((turn,)), kwargsrepr="{}")
 
 

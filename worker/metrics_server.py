@@ -10,7 +10,7 @@ from celery.signals import worker_ready
 from prometheus_client import CollectorRegistry, start_http_server
 
 from shared import metrics
-from shared.celery_config import CORPUS_QUEUE, TURN_QUEUE
+from shared.celery_config import QUEUES
 from shared.config import get_settings
 from shared.redis_client import redis_client
 
@@ -22,7 +22,7 @@ def registry() -> CollectorRegistry:
     settings = get_settings()
     reg = CollectorRegistry()
     reg.register(metrics.Forward(metrics.REGISTRY))
-    reg.register(metrics.RedisStateCollector(redis_client(settings), (TURN_QUEUE, CORPUS_QUEUE)))
+    reg.register(metrics.RedisStateCollector(redis_client(settings), QUEUES))
     return reg
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -107,14 +109,22 @@ def observe(trace: traces.Trace, started: float) -> None:
             metrics.TOOL_CALLS.labels(name, result).inc()
 
 
+@contextmanager
+def assistant_db(settings: Settings) -> Iterator[psycopg.Connection]:
+    """A connection to the assistant's database whose traces table exists (ensured once per
+    process: three ALTER TABLEs on every task would cost a round trip each)."""
+    global _trace_schema_ready
+    with psycopg.connect(settings.assistant_dsn, autocommit=True, connect_timeout=3) as conn:
+        if not _trace_schema_ready:
+            traces.ensure_schema(conn)
+            _trace_schema_ready = True
+        yield conn
+
+
 def save_trace(settings: Settings, trace: traces.Trace) -> None:
     """Store the trace; a trace failure never fails the turn."""
-    global _trace_schema_ready
     try:
-        with psycopg.connect(settings.assistant_dsn, autocommit=True, connect_timeout=3) as conn:
-            if not _trace_schema_ready:
-                traces.ensure_schema(conn)
-                _trace_schema_ready = True
+        with assistant_db(settings) as conn:
             traces.save(conn, trace)
     except psycopg.Error as exc:
         log.warning("turn %s: trace not saved (%s)", trace.turn, type(exc).__name__)
@@ -123,30 +133,34 @@ def save_trace(settings: Settings, trace: traces.Trace) -> None:
 @shared_task(name=FEEDBACK_TASK, bind=True, ignore_result=True, max_retries=5)
 def save_feedback(self: Any, turn: str) -> None:
     """A person's stored rating of an answer onto its trace (retried while the trace is not
-    saved); the task's argument is the turn id only."""
+    saved); the task's argument is the turn id only. The turn's one pending task: it saves
+    the latest rating, also one given while it ran."""
     settings = get_settings()
     client = redis_client(settings)
-    fb = feedback.load(client, str(turn))
-    if fb is None:
-        log.warning("turn %s: feedback gone before it was saved", turn)
-        return
-    with psycopg.connect(settings.assistant_dsn, autocommit=True, connect_timeout=3) as conn:
-        traces.ensure_schema(conn)
-        saved = traces.save_feedback(conn, fb.turn, fb.user, fb.rating, fb.comment)
-    if not saved:
-        if self.request.retries >= self.max_retries:
-            log.warning("turn %s: feedback dropped (no trace)", turn)
+    for _ in range(5):
+        fb = feedback.load(client, str(turn))
+        if fb is None:
+            feedback.forget(client, str(turn))
+            log.warning("turn %s: feedback gone before it was saved", turn)
             return
-        raise self.retry(countdown=2)
-    feedback.forget(client, fb.turn)
-    log.info("turn %s: feedback %+d", turn, fb.rating)
+        with assistant_db(settings) as conn:
+            saved = traces.save_feedback(conn, fb.turn, fb.user, fb.rating, fb.comment)
+        if not saved:
+            if self.request.retries >= self.max_retries:
+                feedback.forget(client, fb.turn)
+                log.warning("turn %s: feedback dropped (no trace)", turn)
+                return
+            raise self.retry(countdown=2)
+        if feedback.settle(client, fb):
+            log.info("turn %s: feedback %+d", turn, fb.rating)
+            return
+    raise self.retry(countdown=2)  # rated again and again while saving: later, once more
 
 
 @shared_task(name=TRACE_PRUNE_TASK, ignore_result=True)
 def prune_traces() -> int:
     """Delete traces older than 14 days (beat, daily)."""
-    with psycopg.connect(get_settings().assistant_dsn, autocommit=True) as conn:
-        traces.ensure_schema(conn)
+    with assistant_db(get_settings()) as conn:
         deleted = traces.prune(conn)
     log.info("pruned %d traces", deleted)
     return deleted

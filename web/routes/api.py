@@ -123,10 +123,13 @@ def feedback() -> tuple[Response, int]:
     """Thumbs up or down (and an optional comment) on one of the caller's own answers."""
     from shared import keys
     from shared.auth import user_hash
+    from web.protocol import clean_text
     from web.queue import turn_queue
 
     check_origin()
     s = settings()
+    # Before anything reads Redis for it: a burst is refused here, not queued.
+    limiter(s).check_request(current_client(s), preferred_lang())
     user = verify_access_token(bearer_token(), s.app_jwt_secret)
     body = json_body()
     body = body if isinstance(body, dict) else {}
@@ -136,15 +139,21 @@ def feedback() -> tuple[Response, int]:
             or len(comment) > 1000:
         raise BadRequest("bad feedback", public_message=(
             "Feedback needs the turn, \"up\" or \"down\", and at most 1,000 characters."))
+    if not clean_text(comment):
+        # A NUL or a lone surrogate cannot be stored in PostgreSQL: refused here, not by the
+        # task after it was accepted.
+        raise BadRequest("bad comment characters", public_message=(
+            "The comment contains characters that cannot be used."))
     owner = redis_client(s).get(keys.turn_owner(turn))
     if owner is None or (owner.decode() if isinstance(owner, bytes) else owner) != user_hash(user):
         raise NotFound("not the caller's turn", public_message="This answer was not found.")
     from shared.feedback import Feedback, store
 
     # The comment is the person's words: it waits in Redis, the task carries the turn id only.
-    store(redis_client(s), Feedback(turn, user_hash(user), 1 if rating == "up" else -1,
-                                    comment.strip()), s.replay_ttl_s)
-    turn_queue.feedback(turn)
+    # While one task of the turn waits, a new rating only replaces the stored one.
+    if store(redis_client(s), Feedback(turn, user_hash(user), 1 if rating == "up" else -1,
+                                       comment.strip()), s.replay_ttl_s):
+        turn_queue.feedback(turn)
     from shared.metrics import FEEDBACK
 
     FEEDBACK.labels(rating).inc()

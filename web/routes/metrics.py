@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 
 from shared import metrics
-from shared.celery_config import CORPUS_QUEUE, TURN_QUEUE
+from shared.celery_config import QUEUES
 from shared.errors import NotFound
 from shared.redis_client import redis_client
 from web.auth import settings
@@ -29,5 +29,5 @@ def metrics_text() -> Response:
     if s.production and not local_scrape():
         raise NotFound("metrics are local only")
     body, content_type = metrics.render(
-        metrics.RedisStateCollector(redis_client(s), (TURN_QUEUE, CORPUS_QUEUE)))
+        metrics.RedisStateCollector(redis_client(s), QUEUES))
     return Response(body, content_type=content_type)
