@@ -449,15 +449,22 @@ def chart_data(project: Mapping[str, Any], opinions: Sequence[Mapping[str, Any]]
     """The panel's project chart, from the same app data and rules as the model's project block:
     visible experts' triangles, mean, median, best compromise and maximum error (issue 16)."""
     hidden_ids = _hidden_user_ids(members)
-    visible = [_listed(o) for o in opinions if str(o.get("user_id")) not in hidden_ids]
+    visible = [o for o in opinions if str(o.get("user_id")) not in hidden_ids]
+    # Only what is shown is cleaned (names of the first MAX_LISTED; positions are not shown),
+    # and a stored result needs no recomputation: 2,000 opinions cost what 50 do.
+    experts = []
+    for opinion in visible[:MAX_LISTED]:
+        values = _opinion_values(opinion)
+        if values is not None:
+            experts.append({"name": _person_name(opinion), **(_triangle_json(values) or {})})
     result_map = result if isinstance(result, Mapping) else None
-    computed = _recompute(opinions)
     if result_map is not None:
         figures = {name: _stored_triangle(result_map, name)
                    for name in ("best_compromise", "arithmetic_mean", "median")}
         max_error = _number(result_map.get("max_error"))
         origin = "stored"
     else:
+        computed = _recompute(opinions)
         figures = {"best_compromise": computed.best_compromise if computed else None,
                    "arithmetic_mean": computed.mean if computed else None,
                    "median": computed.median if computed else None}
@@ -467,8 +474,7 @@ def chart_data(project: Mapping[str, Any], opinions: Sequence[Mapping[str, Any]]
         "name": clean_text(project.get("name"), LIMIT_PROJECT_NAME),
         "scale": {"min": _number(project.get("scale_min")), "max": _number(project.get("scale_max")),
                   "unit": clean_text(project.get("scale_unit"), LIMIT_UNIT)},
-        "experts": [{"name": item.name, **(_triangle_json(item.values) or {})}
-                    for item in visible[:MAX_LISTED] if item.values is not None],
+        "experts": experts,
         "more_experts": max(0, len(visible) - MAX_LISTED),
         "hidden": len(opinions) - len(visible),
         "best_compromise": _triangle_json(figures["best_compromise"]),

@@ -100,22 +100,28 @@ def project_chart(project_id: str) -> tuple[Response, int]:
     """The data of a project's chart (issue 16), read with the caller's own token like a turn's
     project context: triangles, mean, median, best compromise, maximum error."""
     from web.app_api import AppApi
+    from web.chart_cache import cached_chart
     from web.project_context import chart_data
 
     check_origin()
-    token = bearer_token()
     s = settings()
+    # The limit before any app read, as for every other route (a cached chart counts too).
+    limiter(s).check_request(current_client(s), preferred_lang())
+    token = bearer_token()
     verify_access_token(token, s.app_jwt_secret)
     if not s.app_api_url:
         raise NotFound("no app API", public_message="Project data is not available on this "
                                                     "server.")
     if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", project_id):
         raise BadRequest("bad project id", public_message="This project was not found.")
-    b = AppApi(s.app_api_url, s.app_api_timeout_s).project_bundle(token, project_id)
-    if not isinstance(b["project"], dict):
-        raise NotFound("bad project body", public_message="This project was not found.")
-    return jsonify(chart_data(b["project"], b["opinions"] or [], b["result"],
-                              b["members"] or [])), 200
+
+    def build() -> dict[str, object]:
+        b = AppApi(s.app_api_url, s.app_api_timeout_s).project_bundle(token, project_id)
+        if not isinstance(b["project"], dict):
+            raise NotFound("bad project body", public_message="This project was not found.")
+        return chart_data(b["project"], b["opinions"] or [], b["result"], b["members"] or [])
+
+    return jsonify(cached_chart(token, project_id, build)), 200
 
 
 @bp.post("/api/v1/assistant/feedback")
