@@ -161,6 +161,11 @@ class FrameLog:
         """The logged frames with seq greater than after_seq, in order (read from there on)."""
         return self.frames(self._client.xrange(self._log, min=f"{after_seq + 1}-0"))
 
+    def last(self) -> Frame | None:
+        """The newest logged frame (None for an empty or lost log)."""
+        entries = self._client.xrevrange(self._log, count=1)
+        return _entry(entries[0]) if entries else None
+
     def read_after(self, pipe: Any, after_seq: int) -> None:
         """Queue frames_after's read on a pipeline (decode its result with `frames`)."""
         pipe.xrange(self._log, min=f"{after_seq + 1}-0")

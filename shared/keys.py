@@ -110,6 +110,16 @@ def streams_user(user: str) -> str:
     return f"{PREFIX}streams:{_pseudonym(user)}"
 
 
+def sockets_user(user: str) -> str:
+    """Sorted set of a user's open WebSockets (member: socket id, score: lease deadline, ms)."""
+    return f"{PREFIX}sockets:user:{_pseudonym(user)}"
+
+
+def sockets_address(bucket: str) -> str:
+    """Sorted set of the open WebSockets of one client address bucket, like sockets_user."""
+    return f"{PREFIX}sockets:addr:{_pseudonym(bucket)}"
+
+
 def rate_user(user: str) -> tuple[str, ...]:
     """Scope of the per-user message limit."""
     return ("user", _pseudonym(user))

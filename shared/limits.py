@@ -199,6 +199,88 @@ class StreamSlots:
             pass
 
 
+# KEYS: the user's and the address's socket sets. ARGV: socket id, lease ms, user cap, address
+# cap. Drops lapsed leases, returns 1 (user) or 2 (address) for a full cap, else holds the
+# socket in both until now + lease and returns 0. Each set lives as long as its newest lease.
+_SOCKET_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, 2 do redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now) end
+if ARGV[5] == 'new' then
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 1 end
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 2 end
+end
+for i = 1, 2 do
+  redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2]))
+end
+return 0
+"""
+
+
+class SocketLeases:
+    """Caps on open WebSockets per user and per address bucket: a lease per socket (Redis
+    clock), renewed while it lives; a crashed process's sockets free within the lease."""
+
+    def __init__(self, settings: Settings, client: redis.Redis) -> None:
+        """Register the script (sent to Redis on first use)."""
+        self._client = client
+        self._script = client.register_script(_SOCKET_LUA)
+        self.lease_s = settings.slot_lease_s
+        self._lease_ms = max(1, int(settings.slot_lease_s * 1000))
+        self._per_user = settings.max_sockets_per_user
+        self._per_address = settings.max_sockets_per_address
+
+    @property
+    def renew_every_s(self) -> float:
+        """How often an open socket renews its lease (three tries per lease)."""
+        return self.lease_s / 3
+
+    def acquire(self, user: str, bucket: str, socket_id: str, lang: str = "en") -> None:
+        """Hold a place for a new socket, or raise RateLimited; Unavailable when Redis is down."""
+        refused = self._run(user, bucket, socket_id, "new", lang)
+        if refused == 0:
+            return
+        cs = _czech(lang)
+        if refused == 1:
+            n = self._per_user
+            text = (f"Máte otevřeno {n} spojení s asistentem, víc najednou nejde. Zavřete "
+                    "prosím jiné okno nebo kartu s asistentem." if cs else
+                    f"You have {n} connections open to the assistant, the most allowed at "
+                    "once. Please close another window or tab with the assistant.")
+        else:
+            text = ("Z vaší adresy je otevřeno příliš mnoho spojení s asistentem. "
+                    if cs else "Too many connections from your address are open. ")
+            text += _again(BUSY_RETRY_AFTER_S, cs)
+        raise RateLimited("socket cap " + ("user" if refused == 1 else "address"),
+                          retry_after=BUSY_RETRY_AFTER_S, public_message=text)
+
+    def renew(self, user: str, bucket: str, socket_id: str) -> None:
+        """Keep an open socket's place (taken back even if it lapsed: the socket is open)."""
+        try:
+            self._run(user, bucket, socket_id, "renew", "en")
+        except Unavailable:
+            pass  # the lease lapses; the next renewal takes it back
+
+    def release(self, user: str, bucket: str, socket_id: str) -> None:
+        """Free a closed socket's place now (else its lease runs out)."""
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.zrem(keys.sockets_user(user), socket_id)
+            pipe.zrem(keys.sockets_address(bucket), socket_id)
+            pipe.execute()
+        except _STORE_ERRORS:
+            log.warning("could not release a socket's place; it frees when its lease runs out")
+
+    def _run(self, user: str, bucket: str, socket_id: str, mode: str, lang: str) -> int:
+        try:
+            return int(self._script(
+                keys=[keys.sockets_user(user), keys.sockets_address(bucket)],
+                args=[socket_id, self._lease_ms, self._per_user, self._per_address, mode]))
+        except _STORE_ERRORS as exc:
+            raise _unavailable(lang) from exc
+
+
 class Limiter:
     """Rate limits (moving window, Redis) and the message length limit."""
 

@@ -62,6 +62,8 @@ TEST_ENV = {
     "ASSISTANT_CLIENT_MESSAGE_LIMIT": "100000/hour",
     "ASSISTANT_GLOBAL_MESSAGE_LIMIT": "1000000/hour",
     "ASSISTANT_MAX_TURNS_PER_USER": "4",
+    "ASSISTANT_MAX_SOCKETS_PER_USER": "1000",
+    "ASSISTANT_MAX_SOCKETS_PER_ADDRESS": "1000",
     "ASSISTANT_APP_JWT_SECRET": "test-secret-for-the-test-profile-only-0123456789",
     "ASSISTANT_ALLOWED_ORIGINS": ",".join(
         f"http://{h}:{p}" for h in ("127.0.0.1", "localhost")

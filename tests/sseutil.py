@@ -11,12 +11,14 @@ from urllib.parse import urlparse
 
 def sse_frames(base_url: str, method: str, path: str, token: str,
                body: dict[str, Any] | None = None, last_event_id: int | None = None,
-               timeout: float = 60, stop_after: int | None = None
+               timeout: float = 60, stop_after: int | None = None,
+               headers: dict[str, str] | None = None
                ) -> Iterator[tuple[str | None, dict[str, Any]]]:
     """Yield (event id, frame) until the terminal frame (or stop_after frames)."""
     u = urlparse(base_url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream",
+               **(headers or {})}
     data = None
     if body is not None:
         data = json.dumps(body)

@@ -332,20 +332,78 @@ def counting_app() -> Iterator[_CountingApp]:
 @pytest.fixture(scope="module")
 def item4_stack(services: Any, scripted_llm: str, counting_app: _CountingApp
                 ) -> Iterator[Stack]:
-    """Tight per-user and per-address limits, one event stream per user."""
+    """Tight per-user and per-address limits, one event stream per user, few sockets; loopback
+    is a trusted proxy, so each test speaks from addresses of its own (X-Forwarded-For) and
+    no test depends on what another one used up."""
     from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
 
     s = start_stack(services, "item4", WEB_PORT + 15, {
         "ASSISTANT_REDIS_URL": redis_url(2), **scripted_roles(scripted_llm),
         "ASSISTANT_APP_API_URL": counting_app.url,
+        "ASSISTANT_TRUSTED_PROXIES": "127.0.0.1",
         "ASSISTANT_USER_MESSAGE_LIMIT": "1/hour",
         "ASSISTANT_CLIENT_MESSAGE_LIMIT": "3/hour",
         "ASSISTANT_CLIENT_REQUEST_LIMIT": "40/minute",
-        "ASSISTANT_MAX_STREAMS_PER_USER": "1"})
+        "ASSISTANT_MAX_STREAMS_PER_USER": "1",
+        "ASSISTANT_MAX_SOCKETS_PER_USER": "2",
+        "ASSISTANT_MAX_SOCKETS_PER_ADDRESS": "3",
+        "ASSISTANT_SLOT_LEASE_S": "2"})
     try:
         yield s
     finally:
         s.sup.stop_all()
+
+
+def _address() -> str:
+    """A client address no other test (or earlier run: the windows live an hour) used."""
+    import uuid
+
+    return f"2001:db8:{uuid.uuid4().int % 0xffff:x}:{uuid.uuid4().int % 0xffff:x}::1"
+
+
+def _via(addr: str) -> dict[str, str]:
+    return {"X-Forwarded-For": addr}
+
+
+def _socket(stack: Stack, user: str, addr: str) -> Client:
+    """A WebSocket of user from addr (its ticket requested from there too)."""
+    status, body = http_json("POST", f"{stack.base_url}/api/v1/assistant/tickets", headers={
+        "Authorization": f"Bearer {app_token(stack, user)}", **_via(addr)})
+    assert status == 201, (status, body)
+    return Client.connect(ws_url(stack.base_url, body["ticket"]), headers=_via(addr))
+
+
+def _frames(ws: Client, until: Callable[[dict[str, Any]], bool], timeout: float = 30
+            ) -> list[dict[str, Any]]:
+    """Frames (pings left out) up to the first for which until() holds."""
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        raw = ws.receive(timeout=max(0.1, deadline - time.monotonic()))
+        if raw is None:
+            continue
+        frame = json.loads(raw)
+        if frame["type"] == "ping":
+            continue
+        out.append(frame)
+        if until(frame):
+            return out
+    raise AssertionError(f"no such frame in {timeout} s; got {[f['type'] for f in out]}")
+
+
+def _terminal(frame: dict[str, Any]) -> bool:
+    return frame["type"] in ("done", "error")
+
+
+def _ask_from(stack: Stack, user: str, addr: str, message: str = "How does the search work?",
+              **fields: Any) -> list[dict[str, Any]]:
+    """One turn over a socket of its own from addr: every frame up to the terminal one."""
+    ws = _socket(stack, user, addr)
+    try:
+        ws.send(json.dumps({"type": "ask", "message": message, **fields}))
+        return _frames(ws, _terminal)
+    finally:
+        ws.close()
 
 
 def test_item4_limits_are_checked_before_any_app_api_call(
@@ -353,11 +411,13 @@ def test_item4_limits_are_checked_before_any_app_api_call(
     from tests.conftest import set_script
 
     set_script(scripted_llm, ["First [1]."])
-    token = app_token(item4_stack, "item4-quota")
-    assert ask(item4_stack.base_url, token, "How does the search work?")[1]["type"] == "done"
+    addr = _address()
+    assert _ask_from(item4_stack, "item4-quota", addr)[-1]["type"] == "done"
     before = len(counting_app.paths)
-    _, refused = ask(item4_stack.base_url, token, "And my project?", project_id="p-1")
+    refused = _ask_from(item4_stack, "item4-quota", addr, "And my project?",
+                        project_id="p-1")[-1]
     assert refused["type"] == "error" and refused["code"] == 429, refused
+    assert refused["message"].startswith("You have sent 1 message in the last hour."), refused
     assert len(counting_app.paths) == before, counting_app.paths[before:]
 
 
@@ -367,16 +427,17 @@ def test_item4_turn_event_streams_are_capped_per_user(
     from tests.sseutil import sse_frames
 
     set_script(scripted_llm, ["Slow [1]."], stall_s=6)
-    token = app_token(item4_stack, "item4-streams")
+    token, addr = app_token(item4_stack, "item4-streams"), _address()
     chat = sse_frames(item4_stack.base_url, "POST", "/api/v1/assistant/chat/stream", token,
-                      body={"message": "How does the search work?"})
+                      body={"message": "How does the search work?"}, headers=_via(addr))
     turn = next(chat)[1]["turn"]
     path = f"/api/v1/assistant/turns/{turn}/events"
-    opened = sse_frames(item4_stack.base_url, "GET", path, token)
+    opened = sse_frames(item4_stack.base_url, "GET", path, token, headers=_via(addr))
     assert next(opened)[1]["type"] == "accepted"  # one live event stream of this user
-    events = f"{item4_stack.base_url}{path}"
-    status, body = http_json("GET", events, headers={"Authorization": f"Bearer {token}"})
+    status, body = http_json("GET", f"{item4_stack.base_url}{path}",
+                             headers={"Authorization": f"Bearer {token}", **_via(addr)})
     assert status == 429, (status, body)
+    assert body["error"]["message"] == "Too many open answer streams. Close one and try again."
 
 
 def test_item4_websocket_asks_are_counted_per_address(item4_stack: Stack,
@@ -384,24 +445,143 @@ def test_item4_websocket_asks_are_counted_per_address(item4_stack: Stack,
     from tests.conftest import set_script
 
     set_script(scripted_llm, ["Fine [1]."])
-    # The two tests above asked twice from this address (they run first, in file order): one
-    # more user fills the allowance of 3, the next is refused.
-    outcomes = [ask(item4_stack.base_url, app_token(item4_stack, f"item4-addr-{i}"),
-                    "How does the search work?")[1] for i in range(2)]
-    assert outcomes[0]["type"] == "done", outcomes
-    assert outcomes[1]["type"] == "error" and outcomes[1]["code"] == 429, outcomes[1]
-    assert "address" in outcomes[1]["message"]
+    addr = _address()
+    # Four users behind one address (an office): the address's allowance is 3 an hour.
+    ends = [_ask_from(item4_stack, f"item4-addr-{i}-{addr}", addr)[-1] for i in range(4)]
+    assert [e["type"] for e in ends] == ["done", "done", "done", "error"], ends
+    assert ends[3]["code"] == 429 and ends[3]["message"].startswith(
+        "Too many requests from your address (3 in the last hour)."), ends[3]
+    assert ends[0]["answer"] == "Fine [1]."
+    # Another address is not held back by this one.
+    assert _ask_from(item4_stack, f"item4-addr-9-{addr}", _address())[-1]["type"] == "done"
 
 
 def test_item4_projects_list_is_rate_limited(item4_stack: Stack) -> None:
-    # Last of the item-4 tests: it uses up this address's request allowance for a minute.
-    token = app_token(item4_stack, "item4-projects")
-    statuses = [http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/projects",
-                          headers={"Authorization": f"Bearer {token}"})[0] for _ in range(45)]
-    assert 429 in statuses, statuses
-    status, _ = http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/turns/{'a' * 32}"
-                          "/events", headers={"Authorization": f"Bearer {token}"})
-    assert status == 429
+    token, addr = app_token(item4_stack, "item4-projects"), _address()
+    auth = {"Authorization": f"Bearer {token}", **_via(addr)}
+    replies = [http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/projects",
+                         headers=auth) for _ in range(41)]
+    # The stand-in app answers 404: each call reached it, until the window was full.
+    assert [r[0] for r in replies] == [404] * 40 + [429], [r[0] for r in replies]
+    assert replies[-1][1]["error"]["message"].startswith(
+        "Too many requests from your address (40 in the last minute).")
+    status, body = http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/turns/{'a' * 32}"
+                             "/events", headers=auth)
+    assert status == 429, "event streams share the address's window"
+    # The window is the address's, not the server's: another address is served.
+    assert http_json("GET", f"{item4_stack.base_url}/api/v1/assistant/projects",
+                     headers={**auth, **_via(_address())})[0] == 404
+
+
+def test_item4_resumes_count_in_the_address_request_window(item4_stack: Stack,
+                                                           scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["Counted [1]."])
+    addr = _address()
+    frames = _ask_from(item4_stack, "item4-resumes", addr)
+    assert frames[-1]["type"] == "done"
+    ws = _socket(item4_stack, "item4-resumes", addr)  # the 2nd request of this address
+    try:
+        for _ in range(38):  # 40 a minute: these fill the window
+            ws.send(json.dumps({"type": "resume", "turn": frames[0]["turn"], "after": 0}))
+            time.sleep(0.06)  # under the socket's frame rate
+        ws.send(json.dumps({"type": "resume", "turn": frames[0]["turn"], "after": 0}))
+        refused = _frames(ws, lambda f: f["type"] == "error" and "address" in f["message"])
+    finally:
+        ws.close()
+    assert refused[-1]["code"] == 429
+    status, body = http_json("POST", f"{item4_stack.base_url}/api/v1/assistant/tickets",
+                             headers={"Authorization": f"Bearer {app_token(item4_stack)}",
+                                      **_via(addr)})
+    assert status == 429, (status, body)
+
+
+def test_item4_a_socket_replays_a_finished_turn_once(item4_stack: Stack,
+                                                     scripted_llm: str) -> None:
+    from tests.conftest import set_script
+
+    set_script(scripted_llm, ["Replayed ", "once [1]."])
+    addr = _address()
+    asked = _ask_from(item4_stack, "item4-replay", addr)
+    turn = asked[0]["turn"]
+    ws = _socket(item4_stack, "item4-replay", addr)
+    try:
+        ws.send(json.dumps({"type": "resume", "turn": turn, "after": -1}))
+        replay = _frames(ws, _terminal)
+        assert [f["seq"] for f in replay] == [f["seq"] for f in asked]
+        assert replay[-1]["answer"] == "Replayed once [1]."
+        ws.send(json.dumps({"type": "resume", "turn": turn, "after": -1}))
+        again = _frames(ws, _terminal)
+    finally:
+        ws.close()
+    assert len(again) == 1 and again[0]["type"] == "error" and again[0]["code"] == 429, again
+    assert again[0]["turn"] == turn
+    assert again[0]["message"] == "This answer was already sent on this connection."
+
+
+def test_item4_resuming_after_the_end_of_a_finished_turn_resends_its_end_only(
+        item4_stack: Stack, scripted_llm: str) -> None:
+    from shared import keys
+    from shared.redis_client import redis_client
+    from tests.conftest import set_script
+    from tests.sseutil import sse_frames
+
+    set_script(scripted_llm, ["Finished [1]."])
+    addr = _address()
+    asked = _ask_from(item4_stack, "item4-after", addr)
+    turn, last = asked[0]["turn"], asked[-1]["seq"]
+    _, calls_before = http_json("GET", f"{scripted_llm}/_requests")
+    for after in (last, last + 100, 10**9):
+        ws = _socket(item4_stack, "item4-after", addr)
+        try:
+            ws.send(json.dumps({"type": "resume", "turn": turn, "after": after}))
+            got = _frames(ws, _terminal, timeout=10)
+            # The watchdog looks after 2 s of silence: nothing may follow the end.
+            assert ws.receive(timeout=4) is None
+        finally:
+            ws.close()
+        assert got == [asked[-1]], (after, got)
+    token = app_token(item4_stack, "item4-after")
+    events = list(sse_frames(item4_stack.base_url, "GET", f"/api/v1/assistant/turns/{turn}"
+                             "/events", token, last_event_id=last + 50, headers=_via(addr)))
+    assert [f for _, f in events] == [asked[-1]]
+    _, calls_after = http_json("GET", f"{scripted_llm}/_requests")
+    assert len(calls_after) == len(calls_before), "no false 'worker lost' re-run"
+    assert not redis_client(item4_stack.settings).exists(keys.turn_rerun(turn))
+
+
+def test_item4_open_sockets_are_capped_per_user_and_per_address(item4_stack: Stack) -> None:
+    from tests.wsutil import upgrade_status
+
+    def upgrade(user: str, addr: str) -> tuple[int, Any]:
+        status, body = http_json("POST", f"{item4_stack.base_url}/api/v1/assistant/tickets",
+                                 headers={"Authorization": f"Bearer {app_token(item4_stack, user)}",
+                                          **_via(addr)})
+        assert status == 201, body
+        code, raw = upgrade_status(item4_stack.base_url,
+                                   f"/api/v1/assistant/ws?ticket={body['ticket']}", _via(addr))
+        return code, json.loads(raw) if raw else None
+
+    addr, other = _address(), _address()
+    held = [_socket(item4_stack, "item4-socks", addr), _socket(item4_stack, "item4-socks", other)]
+    try:
+        time.sleep(3)  # past the 2 s lease: the open sockets renew theirs
+        code, body = upgrade("item4-socks", _address())
+        assert code == 429, (code, body)
+        assert body["error"]["message"].startswith("You have 2 connections open")
+        held.append(_socket(item4_stack, "item4-socks-b", addr))
+        held.append(_socket(item4_stack, "item4-socks-c", addr))  # the 3rd of this address
+        code, body = upgrade("item4-socks-d", addr)
+        assert code == 429, (code, body)
+        assert body["error"]["message"].startswith("Too many connections from your address")
+        assert upgrade("item4-socks-d", _address())[0] != 429  # another address has room
+        held.pop().close()  # a closed socket frees its place at once
+        time.sleep(1.5)
+        held.append(_socket(item4_stack, "item4-socks-d", addr))
+    finally:
+        for ws in held:
+            ws.close()
 
 
 def _timed_turn(stack: Stack, user: str) -> tuple[dict[str, Any], float]:

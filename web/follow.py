@@ -263,6 +263,12 @@ def follow_existing(client: redis.Redis, settings: Settings, relay: Relay, user:
         raise NotFound("unknown turn", public_message="This answer is no longer available.")
     sub = relay.subscribe(turn, sink=sink)
     follower = TurnFollower(client, settings, turn, last=after)
+    newest = follower.log.last()
+    if newest is not None:
+        # A client cannot have seen past the log's end: bounded, a finished turn resends its
+        # end (else the watchdog, finding nothing after `after`, would take the finished
+        # worker for a dead one and re-run the turn), a running one continues from its head.
+        follower.last = min(after, newest.seq - 1 if newest.terminal else newest.seq)
     if client.exists(keys.turn_rerun(turn)):
         follower.attempt = 2
     return sub, follower

@@ -11,7 +11,7 @@ from functools import lru_cache
 from flask import request
 
 from shared.config import Settings
-from shared.limits import Admission, Leases, Limiter, StreamSlots
+from shared.limits import Admission, Leases, Limiter, SocketLeases, StreamSlots
 from shared.redis_client import redis_client
 from web.client_addr import IPNetwork, client_address, forwarded, parse_networks
 
@@ -40,6 +40,12 @@ def admission(settings: Settings) -> Admission:
 def stream_slots(settings: Settings) -> StreamSlots:
     """The per-user cap on concurrent event streams."""
     return StreamSlots(settings, redis_client(settings))
+
+
+@lru_cache(maxsize=4)
+def socket_leases(settings: Settings) -> SocketLeases:
+    """The per-user and per-address caps on open WebSockets."""
+    return SocketLeases(settings, redis_client(settings))
 
 
 def process_id() -> str:

@@ -7,6 +7,8 @@ import logging
 import queue
 import threading
 import time
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -22,7 +24,7 @@ from web.auth import check_origin, settings
 from web.cancel import cancel_turn
 from web.errors import ws_error
 from web.follow import TurnFollower, follow_existing, open_turn
-from web.guard import current_client
+from web.guard import current_client, limiter, preferred_lang, socket_leases
 from web.process_relay import relay_for_process
 from web.protocol import TICK_S, decode_frame, frame_type, parse_ask, parse_cancel, parse_resume
 from web.relay import Relay, Subscription
@@ -37,6 +39,15 @@ log = logging.getLogger(__name__)
 bp = Blueprint("ws", __name__)
 
 
+@dataclass(frozen=True)
+class SocketPlace:
+    """A socket's place under the per-user and per-address caps (a lease in Redis)."""
+
+    user: str
+    bucket: str
+    socket_id: str
+
+
 @bp.before_app_request
 def _authorize_upgrade() -> None:
     """Origin and ticket are checked before the upgrade (flask-sock answers 101 in the view)."""
@@ -47,8 +58,13 @@ def _authorize_upgrade() -> None:
     # browser does), and its zlib state (about 256 kB + 40 kB at zlib's defaults) is several
     # times the whole rest of a socket. Frames are small JSON; compression saves little.
     request.environ.pop("HTTP_SEC_WEBSOCKET_EXTENSIONS", None)
-    g.ws_grant = consume_ticket(redis_client(settings()), request.args.get("ticket", ""))
-    g.ws_client = current_client(settings())  # asks are counted per address too
+    s = settings()
+    g.ws_grant = consume_ticket(redis_client(s), request.args.get("ticket", ""))
+    g.ws_client = current_client(s)  # asks are counted per address too
+    # Held before the 101: a user or address at its cap of open sockets gets a plain 429.
+    place = SocketPlace(g.ws_grant.user, limiter(s).bucket(g.ws_client), uuid.uuid4().hex)
+    socket_leases(s).acquire(place.user, place.bucket, place.socket_id, preferred_lang())
+    g.ws_place = place
 
 
 class Session:
@@ -56,9 +72,15 @@ class Session:
     so this one loop is the only writer to the socket."""
 
     def __init__(self, ws: Any, grant: TicketGrant, s: Settings, relay: Relay,
-                 client_addr: str | None = None) -> None:
+                 client_addr: str | None = None, place: SocketPlace | None = None,
+                 lang: str = "en") -> None:
         self.ws = ws
         self.client_addr = client_addr
+        self.place = place
+        self.lang = lang
+        self._renewed = time.monotonic()
+        # Finished turns this socket has sent to the end: each is replayed once at most.
+        self._finished: set[str] = set()
         self.user = grant.user
         self._app_token = grant.app_token  # memory only: for reading the user's project
         self.expires_at = grant.expires_at
@@ -135,10 +157,12 @@ class Session:
                 try:
                     kind, item = self.inbox.get(timeout=TICK_S)
                 except queue.Empty:
+                    self.renew_place()
                     self.on_tick()
                     continue
                 if kind == "closed":
                     return
+                self.renew_place()
                 self.check_expiry()
                 if kind == "frame":
                     self.relay_frames(self.follower.accept(item) if self.follower else [])
@@ -175,6 +199,12 @@ class Session:
                 log.info("turn %s: asked over WebSocket", self.follower.turn)
             elif kind == "resume":
                 turn, after = parse_resume(frame)
+                # A resume is a request of the address, like the SSE resume; and a finished
+                # turn this socket already sent is not replayed again (each replays the log).
+                limiter(self.settings).check_request(self.client_addr or "unknown", self.lang)
+                if turn in self._finished:
+                    raise RateLimited("replayed", retry_after=60, public_message=(
+                        "This answer was already sent on this connection."))
                 self.ensure_idle()
                 self.sub, self.follower = follow_existing(
                     self.redis, self.settings, self.relay, self.user, turn, after,
@@ -208,7 +238,16 @@ class Session:
             self.ws.send(f.text)
             self.last_sent = time.monotonic()
         if self.follower is not None and self.follower.done:
+            self._finished.add(self.follower.turn)
             self.end_turn()
+
+    def renew_place(self) -> None:
+        """Renew the socket's lease under the caps every third of the lease."""
+        leases = socket_leases(self.settings)
+        if self.place is None or time.monotonic() - self._renewed < leases.renew_every_s:
+            return
+        self._renewed = time.monotonic()
+        leases.renew(self.place.user, self.place.bucket, self.place.socket_id)
 
     def check_expiry(self) -> None:
         """Close the socket once the app token it was opened with has expired."""
@@ -240,7 +279,10 @@ class Session:
 @sock.route(WS_PATH, bp=bp)
 def assistant_ws(ws: Any) -> None:
     """The WebSocket handler; per-connection errors are caught here, at its edge."""
-    session = Session(ws, g.ws_grant, settings(), relay_for_process(), g.get("ws_client"))
+    s = settings()
+    place: SocketPlace = g.ws_place
+    session = Session(ws, g.ws_grant, s, relay_for_process(), g.get("ws_client"), place,
+                      preferred_lang())
     OPEN_SOCKETS.inc()
     try:
         session.run()
@@ -255,3 +297,4 @@ def assistant_ws(ws: Any) -> None:
         log.warning("socket ended: Redis unavailable")
     finally:
         OPEN_SOCKETS.dec()
+        socket_leases(s).release(place.user, place.bucket, place.socket_id)
