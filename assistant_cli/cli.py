@@ -6,7 +6,6 @@ import argparse
 import getpass
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from assistant_cli import client, stack
+from assistant_cli.answer_view import AnswerPrinter, plain_heading
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET, get_settings
 from shared.errors import AssistantError, ConfigError
@@ -117,40 +117,32 @@ class Progress:
             self.out.flush()
 
 
-def plain_heading(text: str) -> str:
-    """A heading path as plain text: no heading marks, backticks, emphasis or link syntax."""
-    parts = []
-    for part in str(text or "").split(" > "):
-        part = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", part.strip().lstrip("#"))
-        part = re.sub(r"(\*\*|__|\*|_)(\S(?:.*?\S)?)\1", r"\2", part.replace("`", ""))
-        if part.strip():
-            parts.append(" ".join(part.split()))
-    return " > ".join(parts)
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Ask over ticket + WebSocket, print the streamed answer and then the sources."""
+    """Ask over ticket + WebSocket, print the answer (streamed on a terminal), then the sources."""
     progress = None if args.quiet else Progress(sys.stderr, bool(args.project))
+    printer = AnswerPrinter(sys.stdout)
 
     def on_frame(frame: dict) -> None:
         if progress:
             progress.frame(frame)
         if frame["type"] == "token":
-            print(frame["text"], end="", flush=True)
+            printer.token(frame["text"])
 
     try:
         _frames, last = client.ask(args.url, _app_token(args.user), args.question,
                                    on_frame=on_frame, project_id=args.project)
     except client.ClientError as exc:
+        printer.failed()
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
     finally:
         if progress:
             progress.stop()
-    print()
     if last["type"] == "error":
+        printer.failed()
         print(f"error {last['code']}: {last['message']}", file=sys.stderr)
         return 1
+    printer.done(last)
     checks = last.get("checks", {})
     if not checks.get("citations", {}).get("valid", True):
         print(f"warning: invalid citations {checks['citations']['invalid']}", file=sys.stderr)

@@ -2,8 +2,8 @@
 // code and line breaks. Headings, tables, images, links and block quotes become their text;
 // raw HTML stays text. Only text nodes and the elements p, strong, em, ul, ol, li, code, br
 // are created here; each number of a citation ([n], [1-3], [Zdroj 2], 【1】, ...) becomes
-// whatever ctx.citation(n) returns. Nothing is ever parsed as HTML (no innerHTML, outerHTML,
-// insertAdjacentHTML or document.write).
+// whatever ctx.citation(n) returns (with ctx.noCitations they stay text). Nothing is ever
+// parsed as HTML (no innerHTML, outerHTML, insertAdjacentHTML or document.write).
 "use strict";
 
 (function () {
@@ -254,7 +254,7 @@
           continue;
         }
       }
-      if (CITE_OPEN.includes(c)) {
+      if (CITE_OPEN.includes(c) && !ctx.noCitations) {
         const cite = citationAt(s, i, ctx);
         if (cite && s[cite.end] !== "(") {
           flush();  // each number its own link: [1-3] becomes [1][2][3]

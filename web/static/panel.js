@@ -3,8 +3,8 @@
 // requests. A turn's frames go through its state machine (panel-turn.js) and its connection
 // (panel-transport.js); both know nothing of the DOM.
 // Embeddable in any page: load panel-i18n.js, panel-render.js and this file (and panel.css);
-// panel-transport.js and panel-turn.js are loaded from beside this file unless the page has
-// loaded them already. Then either put data-become-assistant on an element or call
+// panel-transport.js, panel-turn.js and panel-quotes.js are loaded from beside this file unless
+// the page has loaded them already. Then either put data-become-assistant on an element or call
 // BecomeAssistant.mount(element, options). Everything the server sends is written with text
 // nodes and a fixed set of elements; nothing is ever parsed as HTML.
 "use strict";
@@ -23,15 +23,15 @@
   const FOLLOW_SLACK_PX = 48;
   // The scripts this one needs, by the global each defines; loaded from where this one came.
   const COMPANIONS = {BecomeAssistantTransport: "panel-transport.js",
-    BecomeAssistantTurnState: "panel-turn.js"};
+    BecomeAssistantTurnState: "panel-turn.js", BecomeAssistantQuotes: "panel-quotes.js"};
   const SCRIPT_DIR = document.currentScript && document.currentScript.src
     ? document.currentScript.src.replace(/[^/]*$/, "") : "";
   let panelCount = 0;
 
   function companion(name) { return window[name]; }
 
-  // fn() once panel-transport.js and panel-turn.js are there: at once on pages that load
-  // them, else after they are loaded here (in order, once per page).
+  // fn() once the companions are there: at once on pages that load them, else after they are
+  // loaded here (in order, once per page).
   let companionsLoading = null;
   function whenCompanions(fn, failed) {
     const missing = Object.keys(COMPANIONS).filter((name) => !window[name]);
@@ -195,6 +195,10 @@
       user.append(this.youLabel, userText, this.projectEl);
       const bot = el("div", "ba-msg ba-msg-assistant");
       this.botLabel = el("p", "ba-who");
+      // The quotes form's project figures, above the chart (the answer follows the chart).
+      this.figuresEl = el("div", "ba-answer-figures");
+      this.figuresEl.hidden = true;
+      this.figuresEl.addEventListener("click", (ev) => this.onCitationClick(ev));
       this.answerEl = el("div", "ba-answer");
       this.answerEl.dataset.state = "waiting";
       this.answerEl.addEventListener("click", (ev) => this.onCitationClick(ev));
@@ -213,8 +217,8 @@
       this.stepsList = el("ol", "ba-step-list");
       this.stepsEl.append(this.stepsSummary, this.stepsList);
       this.stepsEl.hidden = true;
-      bot.append(this.botLabel, this.answerEl, this.noteEl, this.langNoteEl, this.chartEl,
-                 this.chromeEl, this.toolsEl, this.stepsEl);
+      bot.append(this.botLabel, this.figuresEl, this.answerEl, this.noteEl, this.langNoteEl,
+                 this.chartEl, this.chromeEl, this.toolsEl, this.stepsEl);
       art.append(user, bot);
       this.root = art;
       this.relabel();
@@ -320,17 +324,48 @@
       return a;
     }
 
+    renderCtx() {
+      return {citation: (n) => this.citation(n),
+        tripleIsCitation: (nums) => this.state.tripleIsCitation(nums)};
+    }
+
+    // A quotes answer is streamed as plain text and, once done, shown from its structured block.
+    quotesForm() {
+      return !!(this.done && companion("BecomeAssistantQuotes").applies(this.done));
+    }
+
     renderAnswer() {
-      const frag = Render.render(this.text, {citation: (n) => this.citation(n),
-        tripleIsCitation: (nums) => this.state.tripleIsCitation(nums)});
-      this.answerEl.replaceChildren(frag);
+      const figures = this.quotesForm() ? this.renderQuotes() : null;
+      if (!this.quotesForm()) {
+        this.answerEl.replaceChildren(Render.render(this.text, this.renderCtx()));
+      }
+      this.figuresEl.replaceChildren(...(figures ? [figures] : []));
+      this.figuresEl.hidden = !figures;
+      // The chart sits under the project's figures when there are any, else under the answer.
+      const chartAfter = figures ? this.figuresEl : this.langNoteEl;
+      if (chartAfter.nextSibling !== this.chartEl) chartAfter.after(this.chartEl);
       this.panel.renders++;
       if (!this.finished) this.panel.followAnswer();
     }
 
+    // The quotes form: the answer element gets the lead-in and quotations (or "I don't know");
+    // the project's figures, if any, are returned for the element above the chart.
+    renderQuotes() {
+      const Quotes = companion("BecomeAssistantQuotes");
+      const ctx = {
+        t: (key, params) => this.t(key, params),
+        id: (name) => this.panel.idPrefix + name + "-" + this.index,
+        citation: (n) => this.citation(n),
+        render: this.renderCtx(),
+        ask: (text) => this.panel.askAgain(text, this.project ? this.project.id : null),
+      };
+      this.answerEl.replaceChildren(Quotes.body(this.done, ctx));
+      return Quotes.summary(this.done, ctx);
+    }
+
     onCitationClick(ev) {
       const link = ev.target.closest && ev.target.closest("a.ba-cite");
-      if (!link || !this.answerEl.contains(link)) return;
+      if (!link || !ev.currentTarget.contains(link)) return;
       ev.preventDefault();
       this.openSource(Number(link.dataset.n));
     }
@@ -511,7 +546,8 @@
       this.chromeEl.replaceChildren();
       const d = this.done;
       if (!d) return;
-      const structured = d.structured || null;
+      const quotesForm = this.quotesForm();  // its quotes and question are in the answer itself
+      const structured = quotesForm ? null : d.structured || null;
       if (structured && structured.outcome === "dont_know" && structured.clarifying_question) {
         this.chromeEl.appendChild(el("p", "ba-clarify",
           this.t("dontKnow.clarify", {text: structured.clarifying_question})));
@@ -703,6 +739,9 @@
     }
 
     visibleText() {  // the answer as a reader sees it (without screen-reader-only text)
+      if (this.quotesForm()) {
+        return companion("BecomeAssistantQuotes").text(this.done, (k, p) => this.t(k, p));
+      }
       const clone = this.answerEl.cloneNode(true);
       clone.querySelectorAll(".ba-vh").forEach((n) => n.remove());
       clone.querySelectorAll("br").forEach((n) => n.replaceWith("\n"));
@@ -1085,6 +1124,15 @@
       }
       this.question.value = "";
       this.ask(text);
+    }
+
+    // A nearest section's button under "I don't know": its question, asked as a new turn.
+    askAgain(text, projectId) {
+      if (this.current && !this.current.finished) {
+        this.busyNote.hidden = false;
+        return;
+      }
+      this.ask(text, projectId);
     }
 
     projectOf(id) {

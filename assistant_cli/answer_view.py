@@ -1,0 +1,172 @@
+"""How `ask` prints an answer: the streamed text on a terminal, the quotes form from its block."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import textwrap
+import unicodedata
+from typing import Any, TextIO
+
+INDENT = "    "
+
+
+def plain_heading(text: str) -> str:
+    """A heading path as plain text: no heading marks, backticks, emphasis or link syntax."""
+    parts = []
+    for part in str(text or "").split(" > "):
+        part = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", part.strip().lstrip("#"))
+        part = plain_inline(part)
+        if part.strip():
+            parts.append(" ".join(part.split()))
+    return " > ".join(parts)
+
+
+def plain_inline(text: str) -> str:
+    """Markdown emphasis and backticks dropped; the words stay as written (snake_case too)."""
+    text = re.sub(r"(\*\*|\*)(\S(?:.*?\S)?)\1", r"\2", str(text).replace("`", ""))
+    return re.sub(r"(?<![\w\\])(__|_)(\S(?:.*?\S)?)\1(?!\w)", r"\2", text)
+
+
+def is_quotes(done: dict[str, Any]) -> bool:
+    """A done frame of the quotes form whose structured block can be printed as such."""
+    s = done.get("structured")
+    return (done.get("answer_form") == "quotes" and isinstance(s, dict)
+            and s.get("valid_json") is not False and s.get("outcome") in ("answer", "dont_know"))
+
+
+def _where(done: dict[str, Any], n: Any, path: str) -> tuple[str, str | None]:
+    """"Title › Section" of source n (else of the quote's own path) and its https link."""
+    src = next((s for s in done.get("sources") or [] if isinstance(s, dict) and s.get("n") == n),
+               None)
+    parts = plain_heading((src or {}).get("section") or path).split(" > ")
+    title = plain_heading((src or {}).get("title", "")) or parts[0]
+    if parts and parts[0] == title:
+        parts = parts[1:]
+    url = (src or {}).get("url")
+    return " › ".join([title, *[p for p in parts if p]]), \
+        url if isinstance(url, str) and url.startswith("https://") else None
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    lines: list[str] = []
+    for para in text.splitlines() or [""]:
+        lines.extend(textwrap.wrap(para, width=width, initial_indent=indent,
+                                   subsequent_indent=indent, break_long_words=False,
+                                   break_on_hyphens=False) or [indent.rstrip()])
+    return lines
+
+
+def _lines(done: dict[str, Any]) -> list[str]:
+    s = done["structured"]
+    project = s.get("project") if isinstance(s.get("project"), dict) else {}
+    return [str(x) for x in project.get("lines") or [] if isinstance(x, str) and x.strip()]
+
+
+def format_quotes(done: dict[str, Any], width: int = 100) -> str:
+    """The quotes form as text: project figures, lead-in, each quote indented with its source
+    ([n] title › section, the link, the note), or "I don't know" with the nearest sections."""
+    s = done["structured"]
+    width = max(40, width)
+    out: list[str] = []
+    figures = _lines(done)
+    if figures:
+        out.append("\n".join(figures))
+    if s.get("outcome") == "dont_know":
+        said = str(done.get("answer") or "")
+        for line in figures:
+            said = said.replace(line, "")
+        question = str(s.get("clarifying_question") or "").strip()
+        if question and question in said:
+            said = said.replace(question, "")
+        out.extend(p for p in (said.strip(), question) if p)
+        nearest = [x for x in s.get("nearest") or [] if isinstance(x, dict) and x.get("ask")]
+        if nearest:
+            block = ["The nearest sections of the documentation (ask about one):"]
+            for x in nearest:
+                title = plain_heading(str(x.get("title") or ""))
+                section = plain_heading(str(x.get("section") or ""))
+                if section.startswith(title + " > "):
+                    section = section[len(title) + 3:]
+                parts = [title] + ([section] if section and section != title else [])
+                where = " › ".join(p.replace(" > ", " › ") for p in parts if p)
+                block.append(f"  [{x.get('n')}] {where}")
+                block.append(f"{INDENT}  become-assistant ask {shlex.quote(str(x['ask']))}")
+            out.append("\n".join(block))
+        return "\n\n".join(out)
+    lead = str(s.get("lead_in") or "").strip() or \
+        "Here is what the documentation says, in its own words:"
+    out.append(lead)
+    for q in s.get("quotes") or []:
+        if not isinstance(q, dict) or not str(q.get("text") or "").strip():
+            continue
+        where, url = _where(done, q.get("n"), str(q.get("section") or ""))
+        text = plain_inline(str(q["text"]).strip())
+        block = _wrap(f"“{text}”", width, INDENT)
+        block.extend(textwrap.wrap(
+            f"[{q.get('n')}] {where}" + ("" if q.get("found", True)
+                                         else "  (not found in the source)"),
+            width=width, initial_indent=INDENT, subsequent_indent=INDENT + "    ",
+            break_long_words=False, break_on_hyphens=False))
+        if url:
+            block.append(f"{INDENT}{url}")
+        if isinstance(q.get("note"), str) and q["note"].strip():
+            block.extend(_wrap(f"({q['note'].strip()})", width, INDENT))
+        out.append("\n".join(block))
+    return "\n\n".join(out)
+
+
+def _cells(text: str) -> int:
+    """Terminal cells of one line: wide characters take two, combining marks none."""
+    return sum(0 if unicodedata.combining(ch) else
+               2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def rows(text: str, columns: int) -> int:
+    """How many terminal rows the text took when written from the start of a row."""
+    return sum(max(1, -(-_cells(line) // columns)) for line in text.split("\n"))
+
+
+class AnswerPrinter:
+    """Prints the answer: tokens as they stream to a terminal, the whole answer at the end
+    otherwise; a quotes answer is then shown from its structured block (on a terminal the
+    streamed text is replaced when it still fits the screen)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.streamed = ""
+
+    def token(self, text: str) -> None:
+        """One streamed token."""
+        self.streamed += text
+        if self.tty:
+            self.out.write(text)
+            self.out.flush()
+
+    def done(self, done: dict[str, Any]) -> None:
+        """The done frame: the answer as it stands."""
+        size = shutil.get_terminal_size((100, 40))
+        if not is_quotes(done):
+            if not self.tty:
+                self.out.write(str(done.get("answer", self.streamed)))
+            self.out.write("\n")
+            return
+        text = format_quotes(done, width=min(size.columns, 100) - 1)
+        if self.tty and self.streamed:
+            used = rows(self.streamed, size.columns)
+            if used < size.lines:  # the streamed rows are still on screen: write over them
+                self.out.write("\r" + (f"\033[{used - 1}A" if used > 1 else "") + "\033[J")
+            else:
+                self.out.write("\n\n")
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def failed(self) -> None:
+        """The turn ended without a done frame: what streamed stays as it is."""
+        if not self.tty and self.streamed:
+            self.out.write(self.streamed)
+        if self.streamed:
+            self.out.write("\n")
+        self.out.flush()
