@@ -23,6 +23,8 @@ class TurnEmitter:
         self.started = started if started is not None else time.monotonic()
         self.steps: list[dict[str, Any]] = []
         self.finished = False
+        # The innermost step an exception left, for the log line of a bug (never the text).
+        self.failed_step: str | None = None
 
     def _send(self, frame_type: str, **fields: Any) -> None:
         # Raises TurnClosed when the turn has already ended (ended by the web tier, which
@@ -46,6 +48,9 @@ class TurnEmitter:
             self._on_step(name)
         try:
             yield detail
+        except BaseException:
+            self.failed_step = self.failed_step or name
+            raise
         finally:
             record = {"step": name, "start_ms": round((start - self.started) * 1000, 1),
                       "ms": round((time.monotonic() - start) * 1000, 1), **detail}

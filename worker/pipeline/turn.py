@@ -1,8 +1,15 @@
 """One answer turn, steps in a fixed order (B-3): language -> rewrite -> translate -> retrieve ->
-project context -> prompt -> generate (streamed) -> checks -> done."""
+project context -> prompt -> generate (streamed) -> checks -> done.
+
+A bug in any step (an exception that is no AssistantError) ends the turn at once with one
+plain error frame, logged with the turn id, the step and the exception's type, never its text;
+the attempt does not die, so the web tier never re-runs it. A bug inside the checks keeps the
+streamed answer: the done frame is sent and that check reads UNAVAILABLE.
+"""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +21,7 @@ import psycopg
 
 from shared.config import Settings
 from shared.errors import AssistantError, ModelError, TimedOut
+from shared.frames import TurnClosed
 from shared.language import detect_language
 from shared.traces import Trace
 from shared.turn_request import ProjectBlock, TurnRequest
@@ -42,6 +50,10 @@ from worker.pipeline.structured import AnswerFieldStream, response_format, verif
 from worker.pipeline.types import Retrieval
 
 EXCERPT_CHARS = 400
+# A check that could not run (a bug inside it): neither passed nor failed. The panel and the
+# CLI say "this check could not run".
+UNAVAILABLE: dict[str, Any] = {"valid": None, "unavailable": True}
+log = logging.getLogger(__name__)
 Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
 
 
@@ -73,6 +85,12 @@ def run_turn(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) 
         trace.outcome = "cancelled" if isinstance(exc, Cancelled) else "error"
         trace.error_code = exc.code
         emit.error(exc.code, exc.public_message)
+    except TurnClosed:
+        raise  # the turn has ended without this attempt: nobody to answer (worker/tasks.py)
+    except Exception as exc:  # noqa: BLE001 - a bug in any step still ends the turn plainly
+        _log_bug(emit, exc)
+        trace.outcome, trace.error_code = "error", AssistantError.code
+        emit.error(AssistantError.code, AssistantError.public_message)
     finally:
         trace.steps = trace_steps(emit.steps, deps.settings.trace_text)
 
@@ -144,17 +162,23 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
             "valid_json": result.valid_json, "cut": answer.cut, "outcome": result.outcome,
             "clarifying_question": result.clarifying_question,
             "quotes": list(result.quotes), "sources": list(result.sources)}}
-    with emit.step("checks") as d:
-        checks = run_checks(answer.text, retrieval, req, project, s.show_sources)
-        if structured:
-            checks["quotes"] = {"valid": all(q["found"] for q in result.quotes),
-                                "not_found": [q["text"] for q in result.quotes
-                                              if not q["found"]]}
-            checks["source_paths"] = {"valid": all(x["valid"] for x in result.sources),
-                                      "invalid": [x["path"] for x in result.sources
-                                                  if not x["valid"]]}
-        d["citations_valid"] = checks["citations"]["valid"]
-        d["numbers_valid"] = checks["numbers"]["valid"]
+    try:
+        with emit.step("checks") as d:
+            checks = run_checks(answer.text, retrieval, req, project, s.show_sources)
+            if structured:
+                checks["quotes"] = {"valid": all(q["found"] for q in result.quotes),
+                                    "not_found": [q["text"] for q in result.quotes
+                                                  if not q["found"]]}
+                checks["source_paths"] = {"valid": all(x["valid"] for x in result.sources),
+                                          "invalid": [x["path"] for x in result.sources
+                                                      if not x["valid"]]}
+            d["citations_valid"] = checks["citations"]["valid"]
+            d["numbers_valid"] = checks["numbers"]["valid"]
+    except TurnClosed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the answer has streamed: keep it, flag the checks
+        _log_bug(emit, exc)
+        checks = {"citations": dict(UNAVAILABLE), "numbers": dict(UNAVAILABLE)}
     trace.checks = checks
     checks = {k: {kk: vv for kk, vv in v.items() if kk != "recorded"} for k, v in checks.items()}
     trace.outcome = "done"
@@ -270,6 +294,23 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
     return None
 
 
+def _log_bug(emit: TurnEmitter, exc: Exception) -> None:
+    """One log line for a bug: turn, step and exception type; its text may hold the user's."""
+    where = (f"in step {emit.failed_step}" if emit.failed_step
+             else f"after step {emit.steps[-1]['step']}" if emit.steps else "before any step")
+    log.error("turn %s: unexpected %s %s", emit.turn, type(exc).__name__, where)
+
+
+def _guarded(req: TurnRequest, name: str, check: Callable[[], Any]) -> Any:
+    """A check's result, or None when a bug inside it raised (logged by type, not text)."""
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001 - one failing check must not take the answer
+        log.error("turn %s: the %s check raised %s; reported as unavailable", req.turn, name,
+                  type(exc).__name__)
+        return None
+
+
 def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
     if deps.cancelled.is_set():
         raise Cancelled("client cancelled")
@@ -279,7 +320,11 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectBlock | None, show_sources: bool) -> dict[str, Any]:
-    """Citation and number checks (B-24, B-25); flags only, the answer is never changed."""
+    """Citation and number checks (B-24, B-25); flags only, the answer is never changed.
+
+    A check that raises reads UNAVAILABLE ({"valid": None, "unavailable": true}); the other
+    check still runs.
+    """
     # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
     # would let any number "confirm" itself, and the client writes the whole history.
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
@@ -287,17 +332,25 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
     if project is not None:
         grounding += list(project.grounding)
     count = len(retrieval.passages)
-    citations = check_citations(answer, count, grounding)
+    citations = _guarded(req, "citations", lambda: check_citations(answer, count, grounding))
     # The number check reads citations in place: stripping them first would join "5[1]000".
-    numbers = check_numbers(answer, grounding, passages=count)
+    numbers = _guarded(req, "numbers", lambda: check_numbers(answer, grounding, passages=count))
+    if citations is None:
+        # With sources off no marker reaches the user: the flag reads valid all the same.
+        cite_flag: dict[str, Any] = dict(UNAVAILABLE) if show_sources else {
+            "valid": True, "cited": [], "invalid": [], "recorded": dict(UNAVAILABLE)}
+    else:
+        cite_flag = {
+            # With sources off the markers never reach the user, so the flag reads valid
+            # (B-30); the trace keeps the real verdict under `recorded`.
+            "valid": citations.valid or not show_sources,
+            "cited": list(citations.cited) if show_sources else [],
+            "invalid": list(citations.invalid) if show_sources else [],
+            **({} if show_sources else {"recorded": {
+                "valid": citations.valid, "invalid": list(citations.invalid)}})}
     return {
-        # With sources off the markers never reach the user, so the flag reads valid (B-30);
-        # the trace keeps the real verdict under `recorded`.
-        "citations": {"valid": citations.valid or not show_sources,
-                      "cited": list(citations.cited) if show_sources else [],
-                      "invalid": list(citations.invalid) if show_sources else [],
-                      **({} if show_sources else {"recorded": {
-                          "valid": citations.valid, "invalid": list(citations.invalid)}})},
-        "numbers": {"valid": numbers.valid, "unconfirmed": list(numbers.unconfirmed),
-                    "checked": len(numbers.mentions)},
+        "citations": cite_flag,
+        "numbers": dict(UNAVAILABLE) if numbers is None else {
+            "valid": numbers.valid, "unconfirmed": list(numbers.unconfirmed),
+            "checked": len(numbers.mentions)},
     }
