@@ -117,6 +117,23 @@ class Progress:
             self.out.flush()
 
 
+def check_warnings(checks: dict[str, Any]) -> list[str]:
+    """What the done frame's checks ask the reader to verify; a check that could not run
+    ({"valid": null, "unavailable": true}) says so, it is neither passed nor failed."""
+    out = []
+    citations = checks.get("citations") or {}
+    if citations.get("valid") is False:
+        out.append(f"invalid citations {citations.get('invalid', [])}")
+    numbers = checks.get("numbers") or {}
+    if numbers.get("valid") is False:
+        out.append("numbers not confirmed by the sources: "
+                   + ", ".join(map(str, numbers.get("unconfirmed", []))))
+    out += [f"the {name} check could not run; verify this answer yourself"
+            for name, check in checks.items()
+            if isinstance(check, dict) and check.get("unavailable") is True]
+    return out
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """Ask over ticket + WebSocket, print the answer (streamed on a terminal), then the sources."""
     progress = None if args.quiet else Progress(sys.stderr, bool(args.project))
@@ -143,13 +160,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"error {last['code']}: {last['message']}", file=sys.stderr)
         return 1
     printer.done(last)
-    checks = last.get("checks", {})
-    if not checks.get("citations", {}).get("valid", True):
-        print(f"warning: invalid citations {checks['citations']['invalid']}", file=sys.stderr)
-    numbers = checks.get("numbers", {})
-    if not numbers.get("valid", True):
-        print(f"warning: numbers not confirmed by the sources: "
-              f"{', '.join(numbers.get('unconfirmed', []))}", file=sys.stderr)
+    for warning in check_warnings(last.get("checks") or {}):
+        print(f"warning: {warning}", file=sys.stderr)
     if last.get("sources"):
         print("\nSources:")
         for s in last["sources"]:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from assistant_cli.cli import parser
+from assistant_cli.cli import check_warnings, parser
 from demo_app.app import APP_VERSION
 from demo_app.seed import OFFICE_MOVE
 from tests.conftest import REPO, Stack, set_script
@@ -109,3 +109,16 @@ def test_manifest_source_url_pattern_links_the_section() -> None:
         "https://github.com/caitlon/BeCoMe/blob/main/README.md"
     assert source_link_pattern("corpus_jobs/manifests/default.toml") == ("", "")
     assert source_url("", "main", "README.md", "x") is None
+
+
+def test_check_warnings_say_when_a_check_could_not_run() -> None:
+    """Issue 26: an unavailable check is neither passed nor failed, and never a crash."""
+    assert check_warnings({"citations": {"valid": True, "cited": [1], "invalid": []},
+                           "numbers": {"valid": True, "unconfirmed": [], "checked": 0}}) == []
+    assert check_warnings({"citations": {"valid": False, "cited": [4], "invalid": [4]},
+                           "numbers": {"valid": False, "unconfirmed": ["7.5"]}}) == [
+        "invalid citations [4]", "numbers not confirmed by the sources: 7.5"]
+    assert check_warnings({"citations": {"valid": None, "unavailable": True},
+                           "numbers": {"valid": None, "unavailable": True}}) == [
+        "the citations check could not run; verify this answer yourself",
+        "the numbers check could not run; verify this answer yourself"]

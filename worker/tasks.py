@@ -96,8 +96,10 @@ def observe(trace: traces.Trace, started: float) -> None:
     """Metrics of a finished attempt (an attempt that raised counts as `crashed`)."""
     first = next((s["start_ms"] / 1000 for s in trace.steps if s.get("step") == "first_token"),
                  None)
-    flags = [name for name, check in trace.checks.items()
-             if isinstance(check, dict) and not check.get("valid", True)]
+    checks = [(name, c) for name, c in trace.checks.items() if isinstance(c, dict)]
+    # A check that could not run (a bug inside it) is counted apart, never as a flag.
+    flags = [name for name, c in checks if c.get("valid") is False] + [
+        f"{name}_unavailable" for name, c in checks if c.get("unavailable") is True]
     outcome = "crashed" if trace.outcome == "running" else trace.outcome
     metrics.observe_turn(outcome, trace.error_code, first, started, flags)
     for step in trace.steps:

@@ -228,3 +228,30 @@ test("a saved turn comes back finished, its answer or its error", () => {
   assert.deepEqual(lost.error, {code: 0, local: "error.lost"});
   assert.deepEqual(lost.accept(STREAMED[0]), []);
 });
+
+test("the checks' warnings: a failed check names what to verify, one that could not run says so", () => {
+  const s = new TurnState();
+  s.start();
+  feed(s, STREAMED);
+  assert.deepEqual(s.warnings(), [{key: "checks.numbers", params: {list: "42 %"}}]);
+
+  // Issue 26: a bug inside a check on the server keeps the answer; the check is unavailable,
+  // neither passed (no silence) nor failed (no invented list).
+  const t = new TurnState();
+  t.start();
+  feed(t, frames([{type: "accepted"}, {type: "token", text: "It is 7 [1]."},
+    {...DONE, answer: "It is 7 [1].", checks: {
+      citations: {valid: true, cited: [1], invalid: []},
+      numbers: {valid: null, unavailable: true},
+      quotes: {valid: null, unavailable: true}}}]));
+  assert.equal(t.phase, "done");
+  assert.equal(t.text, "It is 7 [1].");
+  assert.deepEqual(t.warnings(),
+    [{key: "checks.numbersUnavailable"}, {key: "checks.unavailable"}]);
+
+  const u = new TurnState();
+  u.start();
+  feed(u, frames([{type: "accepted"}, {...DONE, checks: {
+    citations: {valid: null, unavailable: true}, numbers: {valid: true, unconfirmed: []}}}]));
+  assert.deepEqual(u.warnings(), [{key: "checks.citationsUnavailable"}]);
+});

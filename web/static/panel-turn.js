@@ -177,6 +177,44 @@
       return n < 1 ? "invalid" : "valid";
     }
 
+    // What the done frame's checks ask the reader to verify: [{key, params}] of i18n texts. A
+    // check that could not run ({valid: null, unavailable: true}, a bug inside it on the
+    // server) is neither passed nor failed: it says so.
+    warnings() {
+      const out = [];
+      const checks = (this.done && this.done.checks) || {};
+      const numbers = checks.numbers || {};
+      if (numbers.valid === false) {
+        const list = (numbers.unconfirmed || []).map(String);
+        out.push(list.length ? {key: "checks.numbers", params: {list: list.join(", ")}}
+          : {key: "checks.numbersNone"});
+      }
+      const citations = checks.citations || {};
+      if (citations.valid === false) {
+        const bad = (citations.invalid || []).map((n) => "[" + n + "]");
+        out.push({key: bad.length > 1 ? "checks.citationsMany" : "checks.citations",
+          params: {list: bad.join(", ")}});
+      }
+      const quotes = checks.quotes || {};
+      if (quotes.valid === false && (quotes.not_found || []).length) {
+        out.push({key: "checks.quotes",
+          params: {list: quotes.not_found.map((q) => "“" + q + "”").join(", ")}});
+      }
+      const paths = checks.source_paths || {};
+      if (paths.valid === false && (paths.invalid || []).length) {
+        out.push({key: "checks.paths", params: {list: paths.invalid.join(", ")}});
+      }
+      const named = {numbers: "checks.numbersUnavailable",
+        citations: "checks.citationsUnavailable"};
+      for (const name of Object.keys(checks)) {
+        const check = checks[name];
+        if (check && check.unavailable === true) {
+          out.push({key: named[name] || "checks.unavailable"});
+        }
+      }
+      return out;
+    }
+
     // An unlabelled [a, b, c]: three citations when the server's check read them so (or, before
     // the answer is done, when all are passage numbers), else a fuzzy triple left as text.
     tripleIsCitation(nums) {

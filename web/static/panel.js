@@ -552,7 +552,7 @@
         this.chromeEl.appendChild(el("p", "ba-clarify",
           this.t("dontKnow.clarify", {text: structured.clarifying_question})));
       }
-      const warnings = this.warnings(d);
+      const warnings = this.warnings();
       if (warnings.length) {
         const box = el("div", "ba-warning");
         box.setAttribute("role", "note");
@@ -572,31 +572,8 @@
       if (sources.length) this.chromeEl.appendChild(this.sourcesSection(sources, openSources));
     }
 
-    warnings(d) {
-      const out = [];
-      const checks = d.checks || {};
-      const numbers = checks.numbers || {};
-      if (numbers.valid === false) {
-        const list = (numbers.unconfirmed || []).map(String);
-        out.push(list.length ? this.t("checks.numbers", {list: list.join(", ")})
-          : this.t("checks.numbersNone"));
-      }
-      const citations = checks.citations || {};
-      if (citations.valid === false) {
-        const bad = (citations.invalid || []).map((n) => "[" + n + "]");
-        out.push(this.t(bad.length > 1 ? "checks.citationsMany" : "checks.citations",
-          {list: bad.join(", ")}));
-      }
-      const quotes = checks.quotes || {};
-      if (quotes.valid === false && (quotes.not_found || []).length) {
-        out.push(this.t("checks.quotes",
-          {list: quotes.not_found.map((q) => "“" + q + "”").join(", ")}));
-      }
-      const paths = checks.source_paths || {};
-      if (paths.valid === false && (paths.invalid || []).length) {
-        out.push(this.t("checks.paths", {list: paths.invalid.join(", ")}));
-      }
-      return out;
+    warnings() {
+      return this.state.warnings().map((w) => this.t(w.key, w.params));
     }
 
     quotesSection(quotes) {
