@@ -113,8 +113,9 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
     started: set[int] = set()
     for role in settings.roles:
         url = urlparse(role.base_url)
-        if role.provider != "local" or url.hostname not in LOOPBACK or url.port in started:
-            continue
+        if role.name == "translator" or role.provider != "local" \
+                or url.hostname not in LOOPBACK or url.port in started:
+            continue  # the translator has a server of its own, started below when used
         assert url.port is not None
         started.add(url.port)
         if role.name == "embeddings":

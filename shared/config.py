@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 from urllib.parse import urlsplit
 
 from limits import RateLimitItem, parse_many
@@ -36,6 +37,28 @@ class ModelRole:
     def key_for_request(self) -> str:
         """The key sent to this role's server: the hosted key only for `api` roles."""
         return self.api_key if self.provider == "api" else "local-no-key"
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One model role of the registry: its Settings field and its ASSISTANT_<prefix>_* names."""
+
+    name: str
+    prefix: str
+    optional: bool = False  # None unless one of its variables is set
+
+
+# Every model role, once: Settings.roles, the shared-key guard and the production checks all
+# iterate this, so a role added here is seen by each of them (tests/test_config.py).
+ROLE_SPECS = (
+    RoleSpec("answer", "ANSWER"),
+    RoleSpec("translation", "LLM"),
+    RoleSpec("embeddings", "EMBEDDING"),
+    RoleSpec("translator", "TRANSLATOR"),
+    RoleSpec("captions", "CAPTION", optional=True),
+    RoleSpec("judge", "JUDGE", optional=True),
+)
+ROLE_PREFIX = {spec.name: spec.prefix for spec in ROLE_SPECS}
 
 
 @dataclass(frozen=True)
@@ -165,9 +188,9 @@ class Settings:
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
-        """The configured model roles."""
-        optional = tuple(r for r in (self.captions, self.judge) if r is not None)
-        return (self.answer, self.translation, self.embeddings, *optional)
+        """The configured model roles, in the order of ROLE_SPECS."""
+        roles = (getattr(self, spec.name) for spec in ROLE_SPECS)
+        return tuple(r for r in roles if r is not None)
 
 
 RATE_UNITS = ("second", "minute", "hour", "day")
@@ -261,11 +284,11 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         return value
 
     origins = env.get("ASSISTANT_ALLOWED_ORIGINS")
-    answer = _role(env, "answer", "ANSWER", d.answer, api_key)
-    translation = _role(env, "translation", "LLM", d.translation, api_key)
-    embeddings = _role(env, "embeddings", "EMBEDDING", d.embeddings, api_key)
-    translator = _role(env, "translator", "TRANSLATOR", d.translator, api_key)
-    assert answer and translation and embeddings and translator
+    # Any: a required role's _role() never returns None (it has a default).
+    roles: dict[str, Any] = {spec.name: _role(env, spec.name, spec.prefix,
+                                              None if spec.optional else getattr(d, spec.name),
+                                              api_key)
+                             for spec in ROLE_SPECS}
     prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
     if prefix_mode not in ("input_type", "text", "none"):
         raise ConfigError("ASSISTANT_EMBEDDING_PREFIX_MODE must be input_type, text or none")
@@ -284,12 +307,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         public_url=env.get("ASSISTANT_PUBLIC_URL", d.public_url).rstrip("/"),
         app_api_url=env.get("ASSISTANT_APP_API_URL", d.app_api_url).rstrip("/"),
         app_api_timeout_s=float(num("APP_API_TIMEOUT_S", d.app_api_timeout_s, float)),
-        answer=answer,
-        translation=translation,
-        embeddings=embeddings,
-        translator=translator,
-        captions=_role(env, "captions", "CAPTION", None, api_key),
-        judge=_role(env, "judge", "JUDGE", None, api_key),
+        **roles,
         embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
         embedding_prefix_mode=prefix_mode,
         reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
@@ -348,24 +366,19 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     return settings
 
 
-_ROLE_KEY_PREFIX = {"answer": "ANSWER", "translation": "LLM", "embeddings": "EMBEDDING",
-                    "captions": "CAPTION", "judge": "JUDGE"}
-
-
 def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
     """ASSISTANT_API_KEY is one provider's key: the hosted roles without a key of their own
     must all be on one host, or one provider would receive another's key."""
     if not env.get("ASSISTANT_API_KEY"):
         return
-    sharing = [r for r in (settings.answer, settings.translation, settings.embeddings,
-                           settings.captions, settings.judge)
-               if r is not None and r.provider == "api"
-               and not env.get(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY")]
+    sharing = [r for r in settings.roles if r.provider == "api"
+               and not env.get(f"ASSISTANT_{ROLE_PREFIX[r.name]}_API_KEY")]
     hosts = [urlsplit(r.base_url).hostname for r in sharing]
     others = [r for r, h in zip(sharing, hosts, strict=True) if h != hosts[0]]
     if others:
-        names = ", ".join(f"ASSISTANT_{_ROLE_KEY_PREFIX[r.name]}_API_KEY" for r in others)
-        raise ConfigError(f"ASSISTANT_API_KEY would be sent to more than one host; set {names} "
+        names = ", ".join(f"ASSISTANT_{ROLE_PREFIX[r.name]}_API_KEY" for r in others)
+        raise ConfigError("ASSISTANT_API_KEY would be sent to more than one host (roles "
+                          f"{', '.join(r.name for r in sharing)}); set {names} "
                           "for the roles on another host than the first hosted role")
 
 

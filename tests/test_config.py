@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+
 import pytest
 
-from shared.config import INSECURE_DEV_SECRET, settings_from_env
+from shared import config
+from shared.config import INSECURE_DEV_SECRET, ROLE_SPECS, ModelRole, RoleSpec, settings_from_env
 from shared.errors import ConfigError
 
 # A self-hosted production install: local models, a strong secret, stated origins and proxies.
@@ -150,3 +154,73 @@ def test_invalid_values_are_refused(env: dict[str, str]) -> None:
 ])
 def test_translation_of_czech_questions(env: dict[str, str], translates: bool) -> None:
     assert settings_from_env(env).translates is translates
+
+
+def test_a_hosted_translator_over_plain_http_is_refused_in_production() -> None:
+    """Issue 26 item 7: the translator is a role like any other for the production check."""
+    env = {**PRODUCTION, "ASSISTANT_API_KEY": "sk-hosted", "ASSISTANT_TRANSLATOR_PROVIDER": "api",
+           "ASSISTANT_TRANSLATOR_BASE_URL": "http://other.example/v1"}
+    with pytest.raises(ConfigError) as err:
+        settings_from_env(env)
+    assert production_problems(str(err.value)) == [
+        "model role translator is hosted: its base URL must be https"]
+
+
+def test_the_shared_key_never_reaches_a_translator_on_another_host() -> None:
+    """Issue 26 item 7: the shared-key guard sees the translator too."""
+    with pytest.raises(ConfigError, match="ASSISTANT_TRANSLATOR_API_KEY"):
+        settings_from_env({"ASSISTANT_API_KEY": "sk-1", "ASSISTANT_ANSWER_PROVIDER": "api",
+                           "ASSISTANT_ANSWER_BASE_URL": "https://api.example/v1",
+                           "ASSISTANT_TRANSLATOR_PROVIDER": "api",
+                           "ASSISTANT_TRANSLATOR_BASE_URL": "https://other.example/v1"})
+
+
+def _hosted(spec: RoleSpec, url: str) -> dict[str, str]:
+    return {f"ASSISTANT_{spec.prefix}_PROVIDER": "api", f"ASSISTANT_{spec.prefix}_MODEL": "m",
+            f"ASSISTANT_{spec.prefix}_BASE_URL": url}
+
+
+@pytest.mark.parametrize("spec", ROLE_SPECS, ids=lambda spec: spec.name)
+def test_every_check_sees_every_role_of_the_registry(spec: RoleSpec) -> None:
+    """Settings.roles, the production check and the shared-key guard iterate one registry."""
+    assert spec.name in {r.name for r in settings_from_env(_hosted(spec, "https://a.example")).roles}
+    with pytest.raises(ConfigError) as err:
+        settings_from_env({**PRODUCTION, "ASSISTANT_API_KEY": "sk-hosted",
+                           **_hosted(spec, "http://other.example/v1")})
+    assert production_problems(str(err.value)) == [
+        f"model role {spec.name} is hosted: its base URL must be https"]
+    with pytest.raises(ConfigError) as err:
+        settings_from_env({**PRODUCTION, **_hosted(spec, "https://a.example/v1")})
+    assert f"model role {spec.name} is hosted: ASSISTANT_API_KEY must be set" in str(err.value)
+    # Another hosted role on another host: the shared key may not go to both.
+    other = next(o for o in ROLE_SPECS if o.name != spec.name)
+    with pytest.raises(ConfigError, match=f"more than one host \\(roles .*{spec.name}"):
+        settings_from_env({"ASSISTANT_API_KEY": "sk-1", **_hosted(other, "https://a.example/v1"),
+                           **_hosted(spec, "https://b.example/v1")})
+
+
+def test_every_model_role_of_settings_is_in_the_registry() -> None:
+    """A ModelRole field added to Settings without a RoleSpec would escape every check."""
+    hints = typing.get_type_hints(config.Settings)
+    role_fields = {f.name for f in dataclasses.fields(config.Settings)
+                   if ModelRole in (hints[f.name], *typing.get_args(hints[f.name]))}
+    assert role_fields == {spec.name for spec in ROLE_SPECS}
+    assert len({spec.prefix for spec in ROLE_SPECS}) == len(ROLE_SPECS)
+
+
+def test_a_role_added_to_the_registry_is_seen_by_every_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registering a role is all it takes: here the judge's field under a new prefix."""
+    extra = RoleSpec("judge", "REVIEWER", optional=True)
+    specs = tuple(s for s in ROLE_SPECS if s.name != "judge") + (extra,)
+    monkeypatch.setattr(config, "ROLE_SPECS", specs)
+    monkeypatch.setattr(config, "ROLE_PREFIX", {s.name: s.prefix for s in specs})
+    with pytest.raises(ConfigError) as err:
+        settings_from_env({**PRODUCTION, "ASSISTANT_API_KEY": "sk-hosted",
+                           **_hosted(extra, "http://other.example/v1")})
+    assert production_problems(str(err.value)) == [
+        "model role judge is hosted: its base URL must be https"]
+    with pytest.raises(ConfigError, match="ASSISTANT_REVIEWER_API_KEY"):
+        settings_from_env({"ASSISTANT_API_KEY": "sk-1",
+                           **_hosted(ROLE_SPECS[0], "https://a.example/v1"),
+                           **_hosted(extra, "https://b.example/v1")})
