@@ -1,4 +1,5 @@
-"""App JWTs: verified exactly as the BeCoMe app issues them (HS256, sub, exp, type=access)."""
+"""App JWTs: verified exactly as the BeCoMe app issues them (HS256, sub, exp, iat, jti,
+type=access), with a bounded lifetime and, when configured, the issuer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import jwt
 
 from shared.errors import Unauthorized
 
+# The app's access tokens live 15 minutes by default (become-app-api.md): a token that claims
+# to live longer than this was not minted for a browser session. ASSISTANT_APP_JWT_MAX_LIFETIME_S.
+MAX_LIFETIME_S = 24 * 3600
+
 
 @dataclass(frozen=True)
 class AccessToken:
@@ -20,22 +25,31 @@ class AccessToken:
     expires_at: int  # `exp`, seconds since the epoch: a socket opened with it closes then
 
 
-def verify_access(token: str, secret: str) -> AccessToken:
+def verify_access(token: str, secret: str, *, max_lifetime_s: int = MAX_LIFETIME_S,
+                  issuer: str = "") -> AccessToken:
     """The user id and expiry of a valid access token, else raise Unauthorized."""
+    required = ["sub", "exp", "iat", "jti", *(["iss"] if issuer else [])]
     try:
         # The app always sets iat and jti: a token without them was not minted by the app.
-        claims = jwt.decode(token, secret, algorithms=["HS256"],
-                            options={"require": ["sub", "exp", "iat", "jti"]})
+        # PyJWT refuses an iat in the future; iss is compared only when one is configured.
+        claims = jwt.decode(token, secret, algorithms=["HS256"], issuer=issuer or None,
+                            options={"require": required, "verify_iss": bool(issuer)})
     except jwt.PyJWTError:
         raise Unauthorized("invalid app token") from None
-    if claims.get("type") != "access" or not isinstance(claims.get("sub"), str):
+    sub = claims.get("sub")
+    if claims.get("type") != "access" or not isinstance(sub, str) or not sub.strip():
         raise Unauthorized("not an access token")
-    return AccessToken(str(claims["sub"]), int(claims["exp"]))
+    exp, iat = int(claims["exp"]), int(claims["iat"])
+    if exp - iat > max_lifetime_s or exp - time.time() > max_lifetime_s:
+        raise Unauthorized("access token lives too long")
+    # A socket opened with it closes at exp, which the check above keeps within the bound.
+    return AccessToken(sub, min(exp, iat + max_lifetime_s))
 
 
-def verify_access_token(token: str, secret: str) -> str:
+def verify_access_token(token: str, secret: str, *, max_lifetime_s: int = MAX_LIFETIME_S,
+                        issuer: str = "") -> str:
     """Return the user id (`sub`) of a valid access token, else raise Unauthorized."""
-    return verify_access(token, secret).user
+    return verify_access(token, secret, max_lifetime_s=max_lifetime_s, issuer=issuer).user
 
 
 def mint_access_token(user: str, secret: str, ttl_s: int = 900) -> str:

@@ -78,6 +78,11 @@ class Settings:
     corpus_read_dsn: str = "postgresql://corpus_reader@127.0.0.1:5433/corpus"
     assistant_dsn: str = "postgresql://assistant@127.0.0.1:5433/assistant"
     app_jwt_secret: str = field(default=INSECURE_DEV_SECRET, repr=False)
+    # The longest lifetime (exp - iat) an app token may claim; a socket closes by then at the
+    # latest. The app's access tokens live 15 minutes by default.
+    app_jwt_max_lifetime_s: int = 24 * 3600
+    # The `iss` app tokens must carry; empty: not checked (the BeCoMe app sets none).
+    app_jwt_issuer: str = ""
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:8000", "http://localhost:8000")
     public_url: str = "http://127.0.0.1:8000"
     app_api_url: str = ""
@@ -302,6 +307,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
         assistant_dsn=env.get("ASSISTANT_DB_DSN", d.assistant_dsn),
         app_jwt_secret=env.get("ASSISTANT_APP_JWT_SECRET", d.app_jwt_secret),
+        app_jwt_max_lifetime_s=int(num("APP_JWT_MAX_LIFETIME_S", d.app_jwt_max_lifetime_s)),
+        app_jwt_issuer=env.get("ASSISTANT_APP_JWT_ISSUER", d.app_jwt_issuer).strip(),
         allowed_origins=tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
         if origins is not None else d.allowed_origins,
         public_url=env.get("ASSISTANT_PUBLIC_URL", d.public_url).rstrip("/"),

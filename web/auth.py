@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import current_app, request
 
-from shared.auth import verify_access_token
+from shared.auth import AccessToken, verify_access
 from shared.config import Settings
 from shared.errors import BadRequest, Forbidden, Unauthorized
 
@@ -27,9 +27,17 @@ def bearer_token() -> str:
     return token.strip()
 
 
+def verify(token: str) -> AccessToken:
+    """An app token checked as the settings say (secret, lifetime bound, issuer): the one
+    place the web tier verifies a token."""
+    s = settings()
+    return verify_access(token, s.app_jwt_secret, max_lifetime_s=s.app_jwt_max_lifetime_s,
+                         issuer=s.app_jwt_issuer)
+
+
 def bearer_user() -> str:
     """The user id of the request's `Authorization: Bearer <app JWT>`."""
-    return verify_access_token(bearer_token(), settings().app_jwt_secret)
+    return verify(bearer_token()).user
 
 
 def check_origin() -> None:

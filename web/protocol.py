@@ -21,6 +21,9 @@ MAX_HISTORY = 50
 TICK_S = 1.0
 CLIENT_TYPES = frozenset({"ask", "resume", "cancel", "ping"})
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A project id as the app writes them (UUIDs): the ask and the chart route check the same
+# pattern, so no "..", slash or escape ever reaches the app's URL path.
+PROJECT_ID = re.compile(r"[A-Za-z0-9-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,9 @@ def parse_ask(frame: Any, s: Settings) -> Ask:
     if any(len(m["content"]) > MAX_ENTRY_CHARS for m in history):
         raise TooLarge("history entry too long", public_message=(
             "A message in the conversation history is too long."))
-    project_id = frame.get("project_id")
-    if project_id is not None and (not isinstance(project_id, str) or len(project_id) > 64
-                                   or not clean_text(project_id)):
+    project_id = frame.get("project_id") or None  # "" is no project, as null is
+    if project_id is not None and (not isinstance(project_id, str)
+                                   or not PROJECT_ID.fullmatch(project_id)):
         raise BadRequest("bad project id", public_message="The project id is not valid.")
     return Ask(message.strip(),
                tuple(Message(m["role"], m["content"]) for m in bound_history(history)),

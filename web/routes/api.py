@@ -7,13 +7,14 @@ import re
 
 from flask import Blueprint, Response, jsonify
 
-from shared.auth import mint_access_token, verify_access, verify_access_token
+from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
-from web.auth import bearer_token, check_origin, json_body, settings
+from web.auth import bearer_token, check_origin, json_body, settings, verify
 from web.guard import current_client, limiter, preferred_lang, trusted_health_caller
 from web.health import cached_health
+from web.protocol import PROJECT_ID
 from web.tickets import issue_ticket
 
 bp = Blueprint("api", __name__)
@@ -27,7 +28,7 @@ def create_ticket() -> tuple[Response, int]:
     s = settings()
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
-    access = verify_access(token, s.app_jwt_secret)
+    access = verify(token)
     body = json_body()
     project_id = body.get("project_id") if isinstance(body, dict) else None
     if project_id and s.app_api_url:
@@ -87,7 +88,7 @@ def my_projects() -> tuple[Response, int]:
     s = settings()
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
-    verify_access_token(token, s.app_jwt_secret)
+    verify(token)
     if not s.app_api_url:
         return jsonify({"projects": []}), 200
     projects = AppApi(s.app_api_url, s.app_api_timeout_s).my_projects(token)
@@ -108,11 +109,11 @@ def project_chart(project_id: str) -> tuple[Response, int]:
     # The limit before any app read, as for every other route (a cached chart counts too).
     limiter(s).check_request(current_client(s), preferred_lang())
     token = bearer_token()
-    verify_access_token(token, s.app_jwt_secret)
+    verify(token)
     if not s.app_api_url:
         raise NotFound("no app API", public_message="Project data is not available on this "
                                                     "server.")
-    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", project_id):
+    if not PROJECT_ID.fullmatch(project_id):
         raise BadRequest("bad project id", public_message="This project was not found.")
 
     def build() -> dict[str, object]:
@@ -136,7 +137,7 @@ def feedback() -> tuple[Response, int]:
     s = settings()
     # Before anything reads Redis for it: a burst is refused here, not queued.
     limiter(s).check_request(current_client(s), preferred_lang())
-    user = verify_access_token(bearer_token(), s.app_jwt_secret)
+    user = verify(bearer_token()).user
     body = json_body()
     body = body if isinstance(body, dict) else {}
     turn, rating, comment = body.get("turn"), body.get("rating"), body.get("comment") or ""
@@ -176,7 +177,7 @@ def cancel(turn: str) -> tuple[Response, int]:
     check_origin()
     s = settings()
     limiter(s).check_request(current_client(s), preferred_lang())
-    user = verify_access_token(bearer_token(), s.app_jwt_secret)
+    user = verify(bearer_token()).user
     cancel_turn(redis_client(s), s, user, turn)
     return jsonify({"ok": True}), 202
 

@@ -13,10 +13,9 @@ from collections.abc import Callable, Iterator
 
 from flask import Blueprint, Response, request, stream_with_context
 
-from shared.auth import verify_access_token
 from shared.frames import Frame, encode
 from shared.redis_client import redis_client
-from web.auth import bearer_token, bearer_user, check_origin, json_body, settings
+from web.auth import bearer_token, bearer_user, check_origin, json_body, settings, verify
 from web.follow import TurnFollower, follow_existing, open_turn
 from web.guard import current_client, limiter, preferred_lang, stream_slots
 from web.process_relay import relay_for_process
@@ -75,7 +74,7 @@ def chat_stream() -> Response:
     # The address's request window is counted with the message's limits, in one round trip
     # (a request refused here before that, by its token or body, touched no shared state).
     token = bearer_token()
-    user = verify_access_token(token, s.app_jwt_secret)
+    user = verify(token).user
     fields = parse_ask(json_body(), s)
     relay = relay_for_process()
     sub, follower = open_turn(redis_client(s), s, relay, user, token, fields,
