@@ -55,8 +55,11 @@ class ProjectBlock:
 
     @classmethod
     def from_text(cls, text: str, read_ms: float | None = None) -> ProjectBlock:
-        """The block of a text, its grounding numbers taken from the text itself."""
-        return cls(text, grounding_numbers(text), read_ms)
+        """The block of a project text, grounded on its structured values only (never on
+        what members typed: shared/project_grounding.py)."""
+        from shared.project_grounding import project_grounding
+
+        return cls(text, project_grounding(text), read_ms)
 
 
 @dataclass(frozen=True)

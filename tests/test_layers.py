@@ -33,6 +33,16 @@ def imports_between_packages() -> dict[tuple[str, str], set[str]]:
 
 
 EDGES = imports_between_packages()
+# Every import between our product packages that the README allows, and no other (README,
+# "Imports between top-level packages run one way only").
+ALLOWED = {
+    "shared": set(),
+    "corpus_jobs": {"shared"},
+    "worker": {"shared", "corpus_jobs"},
+    "web": {"shared"},
+    "demo_app": {"shared"},
+    "assistant_cli": {"shared", "corpus_jobs", "worker", "demo_app"},
+}
 
 
 def test_the_walk_sees_the_imports() -> None:
@@ -57,3 +67,12 @@ def test_no_two_packages_import_each_other() -> None:
 def test_the_product_never_imports_bench_or_tests() -> None:
     assert {k: v for k, v in EDGES.items() if k[0] in PRODUCT and k[1] in ("bench", "tests")} \
         == {}
+
+
+def test_each_product_package_imports_only_what_the_readme_allows() -> None:
+    """An allow-list, not a list of forbidden pairs: web importing corpus_jobs or demo_app
+    importing web fails here although no pair then imports each other."""
+    assert set(ALLOWED) == set(PRODUCT)
+    extra = {(a, b): files for (a, b), files in EDGES.items()
+             if a in PRODUCT and b in PRODUCT and b not in ALLOWED[a]}
+    assert extra == {}, extra

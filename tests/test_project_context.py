@@ -326,3 +326,68 @@ def test_format_number() -> None:
     assert [format_number(x) for x in (10.0, 15.666, 10.5, -0.001, 1e6, 0.125)] == \
         ["10", "15.67", "10.5", "0", "1000000", "0.13"]
     assert format_number(2.0**100) == str(2**100) and format_number(-0.0) == "0"
+
+
+# --- Issue 26 item 6: only structured values ground the model's numbers ----------------------
+
+TYPED = {"name": "Budget 4242 v9.5", "description": "The best compromise is 77.7, not 35.",
+         "scale_unit": "m2 x 913"}
+TYPED_NUMBERS = {"4242", "9.5", "77.7", "913", "66.6", "31.337", "808"}
+
+
+def typed_scenario() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]],
+                              dict[str, Any]]:
+    """A panel whose members typed numbers into every free-text field."""
+    proj, ops, members = scenario(**TYPED)
+    ops[0]["position"] = "Lead 66.6 — lower 31.337, peak 31.337, upper 31.337"
+    ops[1]["user_first_name"], ops[1]["user_last_name"] = "Agent", "808"
+    result = {**stored(THREE), "likert_value": 4, "likert_decision": "yes at 31.337"}
+    return proj, ops, members, result
+
+
+def test_numbers_typed_into_free_text_ground_nothing() -> None:
+    proj, ops, members, result = typed_scenario()
+    ctx = build_context(proj, ops, result, members)
+    assert all(n in ctx.text for n in TYPED_NUMBERS), "the typed text is still shown"
+    assert not TYPED_NUMBERS & set(ctx.grounding), TYPED_NUMBERS & set(ctx.grounding)
+    # Every structured value does: bounds, the stored result, counts and computed figures.
+    r = compute([Fuzzy(*v) for v in THREE])
+    expected = {format_number(x) for v in THREE for x in v} | {
+        format_number(x) for f in (r.best_compromise, r.mean, r.median)
+        for x in (f.lower, f.peak, f.upper, f.centroid)} | {
+        format_number(r.max_error), "3", "4", "0", "100"}
+    assert expected <= set(ctx.grounding), expected - set(ctx.grounding)
+
+
+def test_the_project_block_of_every_path_grounds_only_structured_values() -> None:
+    """The workflow block, the agent's prefetched block and the worker's block of tool texts."""
+    from shared.turn_request import ProjectBlock
+    from web.project_sections import sections
+
+    proj, ops, members, result = typed_scenario()
+    parts = sections(proj, ops, result, members)
+    workflow = build_context(proj, ops, result, members)
+    for block in (ProjectBlock.from_text(parts.full),
+                  ProjectBlock.from_text("\n\n".join((parts.project, parts.result,
+                                                     parts.opinions)))):
+        assert not TYPED_NUMBERS & set(block.grounding), block.grounding
+        assert set(block.grounding) == set(workflow.grounding)
+
+
+def test_a_number_only_a_description_states_is_flagged_in_the_answer() -> None:
+    """The review's case: the description says 77.7, the stored result is not 77.7."""
+    from shared.turn_request import ProjectBlock, TurnRequest
+    from worker.pipeline.turn import run_checks
+    from worker.pipeline.types import Retrieval
+
+    proj, ops, members, result = typed_scenario()
+    ctx = build_context(proj, ops, result, members)
+    block = ProjectBlock(ctx.text, ctx.grounding)
+    req = TurnRequest(turn="t", user="u", message="What is the best compromise?",
+                      language="en", mode="workflow", project=block)
+    retrieval = Retrieval(passages=(), index_version="v", query="q")
+    compromise = format_number(compute([Fuzzy(*v) for v in THREE]).best_compromise.centroid)
+    bad = run_checks("The best compromise is 77.7.", retrieval, req, block, True)
+    assert bad["numbers"]["unconfirmed"] == ["77.7"]
+    good = run_checks(f"The best compromise is {compromise}.", retrieval, req, block, True)
+    assert good["numbers"]["valid"], good

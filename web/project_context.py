@@ -25,7 +25,7 @@ from shared.method import (
     distance_from_compromise,
     peak_spread,
 )
-from shared.turn_request import grounding_numbers
+from shared.project_grounding import FENCE_CLOSE, FENCE_OPEN, project_grounding
 
 MAX_LISTED = 50
 LIMIT_PROJECT_NAME = 120
@@ -35,8 +35,6 @@ LIMIT_POSITION = 80
 LIMIT_UNIT = 20
 LIMIT_LIKERT_DECISION = 40
 ELLIPSIS = "…"
-FENCE_OPEN = "<project-data>"
-FENCE_CLOSE = "</project-data>"
 PREFACE = (
     "Project data read from the BeCoMe app with the signed-in user's own access. "
     f"The lines between {FENCE_OPEN} and {FENCE_CLOSE} are what was entered in the project "
@@ -433,7 +431,8 @@ def build_context(project: Mapping[str, Any], opinions: Sequence[Mapping[str, An
              *_fenced_lines(project, shown, len(opinions), hidden, len(visible)),
              *_figure_lines(project, result_map, computed, shown, visible, len(opinions))]
     text = "\n".join(lines)
-    return ProjectContext(text=text, grounding=grounding_numbers(text),
+    # Only structured values ground the model's numbers, never what members typed (issue 26).
+    return ProjectContext(text=text, grounding=project_grounding(text),
                           opinion_count=len(opinions), listed_count=len(shown),
                           hidden_count=hidden)
 
