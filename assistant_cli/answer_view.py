@@ -91,16 +91,17 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
                     section = section[len(title) + 3:]
                 parts = [title] + ([section] if section and section != title else [])
                 where = " › ".join(p.replace(" > ", " › ") for p in parts if p)
-                block.append(f"  [{x.get('n')}] {where}")
+                n = x.get("n")
+                block.append(f"  [{n}] {where}" if isinstance(n, int) else f"  {where}")
                 block.append(f"{INDENT}  become-assistant ask {shlex.quote(str(x['ask']))}")
             out.append("\n".join(block))
         return "\n\n".join(out)
-    lead = str(s.get("lead_in") or "").strip() or \
-        "Here is what the documentation says, in its own words:"
-    out.append(lead)
-    for q in s.get("quotes") or []:
-        if not isinstance(q, dict) or not str(q.get("text") or "").strip():
-            continue
+    quotes = [q for q in s.get("quotes") or []
+              if isinstance(q, dict) and str(q.get("text") or "").strip()]
+    if quotes:  # a project answer may have its figures and no quote
+        out.append(str(s.get("lead_in") or "").strip() or
+                   "Here is what the documentation says, in its own words:")
+    for q in quotes:
         where, url = _where(done, q.get("n"), str(q.get("section") or ""))
         text = plain_inline(str(q["text"]).strip())
         block = _wrap(f"“{text}”", width, INDENT)

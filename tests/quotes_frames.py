@@ -65,8 +65,8 @@ DONT_KNOW = {
 NEAREST = [
     {"n": 1, "title": "Reading the result", "section": "The four figures",
      "ask": "What are the four figures of the result?"},
-    {"n": 3, "title": "Worked example", "section": "The result",
-     "ask": "What is the result of the worked example?"},
+    {"title": "Worked example", "section": "Worked example > ## The result",  # no n: as well
+     "source": "docs/user/worked-example.md", "ask": "What is the result of the worked example?"},
     {"n": 2, "title": "Method description",
      "section": "Step 4: calculate the maximum error (Δmax)",
      "ask": "How is the maximum error calculated?"},

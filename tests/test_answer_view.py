@@ -59,6 +59,7 @@ def test_dont_know_prints_its_question_and_the_nearest_sections_to_ask() -> None
     assert nearest[2] == f"      become-assistant ask '{NEAREST[0]['ask']}'"
     assert nearest[5] == \
         "  [2] Method description › Step 4: calculate the maximum error (Δmax)"
+    assert nearest[3] == "  Worked example › The result", "a nearest section without n"
     assert len(nearest) == 7
 
 
@@ -67,6 +68,12 @@ def test_project_figures_come_first() -> None:
         text = format_quotes(quotes_done("en", outcome, project=LINES), width=200)
         assert text.startswith("\n".join(LINES) + "\n\n"), text
         assert text.count(LINES[0]) == 1
+
+
+def test_project_figures_without_a_quote_have_no_lead_in() -> None:
+    done = quotes_done("en", project=LINES)
+    done["structured"]["quotes"] = []
+    assert format_quotes(done, width=200) == "\n".join(LINES)
 
 
 def test_only_a_valid_quotes_block_is_printed_as_such() -> None:

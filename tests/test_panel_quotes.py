@@ -273,7 +273,7 @@ def test_project_figures_sit_above_the_chart_and_the_quotes_below(
 
 
 @pytest.mark.browser
-def test_structured_and_prose_answers_render_as_before(scripted_stack: Stack,
+def test_structured_prose_and_figures_only_answers(scripted_stack: Stack,
                                                        panel_factory: Any) -> None:  # noqa: F811
     p = panel_factory(scripted_stack, bypass_csp=True)
     page = p.page
@@ -284,7 +284,10 @@ def test_structured_and_prose_answers_render_as_before(scripted_stack: Stack,
                                             "found": True}]}
     prose = {**quotes_done("en"), "answer_form": "prose", "structured": None,
              "answer": "The maximum error is read **against the scale** [1]."}
-    Socket(page, [structured, prose])
+    figures_only = quotes_done("en", project=["The best compromise is 14.17 %."])
+    figures_only["structured"]["quotes"] = []
+    figures_only["answer"] = "The best compromise is 14.17 %."
+    Socket(page, [structured, prose, figures_only])
     p.ask("What does the maximum error tell me?")
     p.wait_done()
     turn = page.locator(LAST_TURN)
@@ -301,4 +304,11 @@ def test_structured_and_prose_answers_render_as_before(scripted_stack: Stack,
     assert turn.locator(".ba-answer a.ba-cite").inner_text() == "[1]"
     assert turn.locator(".ba-quotation, .ba-quotes, .ba-clarify").count() == 0
     assert p.answer_text() == "The maximum error is read against the scale [1]."
+    # A quotes answer with the project's figures and no quote: no lead-in over nothing.
+    p.ask("And my project?")
+    p.wait_done()
+    turn = page.locator(LAST_TURN)
+    assert turn.locator(".ba-figure-line").inner_text() == "The best compromise is 14.17 %."
+    assert turn.locator(".ba-lead-in, .ba-quotation").count() == 0
+    assert p.answer_text() == "The best compromise is 14.17 %."
     assert not p.errors

@@ -159,10 +159,11 @@
     const s = done.structured;
     if (s.outcome === "dont_know") return dontKnow(done, ctx);
     const frag = document.createDocumentFragment();
+    const quotes = Array.isArray(s.quotes) ? s.quotes.filter((q) => q && q.text) : [];
+    if (!quotes.length) return frag;  // a project answer may have its figures and no quote
     const lead = typeof s.lead_in === "string" && s.lead_in.trim() ? s.lead_in.trim()
       : ctx.t("quotes.leadIn");
     frag.appendChild(el("p", "ba-lead-in", lead));
-    const quotes = Array.isArray(s.quotes) ? s.quotes.filter((q) => q && q.text) : [];
     const list = el("div", "ba-quotations");
     list.setAttribute("role", "list");
     list.setAttribute("aria-label", ctx.t("quotes.list"));
@@ -194,10 +195,12 @@
       }
       return out.filter(Boolean).join("\n\n");
     }
-    out.push(typeof s.lead_in === "string" && s.lead_in.trim() ? s.lead_in.trim()
-      : t("quotes.leadIn"));
-    for (const q of Array.isArray(s.quotes) ? s.quotes : []) {
-      if (!q || !q.text) continue;
+    const quotes = Array.isArray(s.quotes) ? s.quotes.filter((q) => q && q.text) : [];
+    if (quotes.length) {
+      out.push(typeof s.lead_in === "string" && s.lead_in.trim() ? s.lead_in.trim()
+        : t("quotes.leadIn"));
+    }
+    for (const q of quotes) {
       const o = origin(done, q.n, q.section);
       out.push("“" + String(q.text).trim() + "”\n[" + q.n + "] " + where(o) +
                (o.url ? " " + o.url : "") + (q.note ? "\n" + q.note : ""));
