@@ -356,8 +356,9 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Start every process in the foreground (make run)."""
-    from assistant_cli.run import Plan, choose_manifest, run_forever
+    from assistant_cli.run import Plan, check_bind, choose_manifest, run_forever
 
+    check_bind(get_settings(), args.bind, args.allow_remote)
     # Every child (worker, beat's nightly rebuild, web) reads the manifest from the environment.
     os.environ["ASSISTANT_CORPUS_MANIFEST"] = choose_manifest(args.manifest)
     get_settings.cache_clear()
@@ -377,6 +378,8 @@ def parser() -> argparse.ArgumentParser:
                    help="folder for data and logs (default: %(default)s)")
     r.add_argument("--bind", default=os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000"),
                    help="address of the web server (default: %(default)s)")
+    r.add_argument("--allow-remote", action="store_true",
+                   help="outside production, allow a --bind that is not loopback")
     r.add_argument("--flower-port", type=int, default=5555,
                    help="port of Flower, the Celery monitor (default: %(default)s)")
     r.add_argument("--manifest", default=None,

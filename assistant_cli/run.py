@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import sys
@@ -18,8 +19,27 @@ from corpus_jobs.build import build_index
 from corpus_jobs.manifest import load_manifest, root_available
 from shared.celery_config import QUEUES
 from shared.config import Settings
+from shared.errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "localhost")
+
+
+def check_bind(settings: Settings, bind: str, allow_remote: bool) -> None:
+    """Outside production the web server listens on loopback only, unless forced: the dev
+    profile mints tokens for anyone (dev tokens) and trusts every caller on this machine."""
+    if settings.production or allow_remote:
+        return
+    host = bind.rsplit(":", 1)[0].strip("[]") if ":" in bind else bind
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ConfigError(f"the {settings.profile} profile serves on loopback only, not {bind}: "
+                      "use --bind 127.0.0.1:PORT, or pass --allow-remote to serve this "
+                      "machine's network on purpose")
 
 
 @dataclass(frozen=True)

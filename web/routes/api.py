@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 
 from flask import Blueprint, Response, jsonify
 
@@ -18,7 +19,7 @@ from web.protocol import PROJECT_ID
 from web.tickets import issue_ticket
 
 bp = Blueprint("api", __name__)
-DEMO_USER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+DEMO_USER = re.compile(r"^[A-Za-z0-9_.-]{1,30}$")
 
 
 @bp.post("/api/v1/assistant/tickets")
@@ -72,9 +73,12 @@ def dev_token() -> tuple[Response, int]:
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())
     body = json_body() or {}
-    user = body.get("user", "demo") if isinstance(body, dict) else None
-    if not isinstance(user, str) or not DEMO_USER.match(user):
+    label = body.get("user", "demo") if isinstance(body, dict) else None
+    if not isinstance(label, str) or not DEMO_USER.match(label):
         raise BadRequest("bad demo user", public_message="The user name is not valid.")
+    # Each visitor an id of their own (the name is only its prefix): one shared user would
+    # share one quota and could resume, cancel and rate everyone's turns.
+    user = f"{label}-{secrets.token_hex(16)}"
     return jsonify({"access_token": mint_access_token(user, s.app_jwt_secret),
                     "token_type": "bearer"}), 201
 
@@ -184,13 +188,15 @@ def cancel(turn: str) -> tuple[Response, int]:
 
 @bp.post("/api/v1/dev/login")
 def dev_login() -> tuple[Response, int]:
-    """Demo sign-in (dev and test profiles only): forwards to the app's form login."""
+    """Demo sign-in (dev and test profiles, with ASSISTANT_DEV_TOKENS only): forwards to the
+    app's form login."""
     import urllib.error
     import urllib.parse
     import urllib.request
 
     s = settings()
-    if s.production or not s.app_api_url:
+    # The same opt-in as the dev token: a dev stack that did not ask for the demo serves none.
+    if s.production or not s.dev_tokens or not s.app_api_url:
         raise NotFound("demo login disabled")
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())

@@ -1,0 +1,83 @@
+"""Dev foot-guns (issue 26 item 9): own visitor ids, a loopback-only dev bind, the login gate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import jwt
+import pytest
+from flask.testing import FlaskClient
+
+from assistant_cli import stack
+from assistant_cli.cli import main
+from shared.config import INSECURE_DEV_SECRET, settings_from_env
+from shared.errors import ConfigError
+from tests.conftest import TEST_ENV
+from web import create_app
+
+DEV = {"ASSISTANT_REDIS_URL": TEST_ENV["ASSISTANT_REDIS_URL"]}
+# A closed port: a login that reaches the app at all fails as unavailable (503), not 404.
+NO_APP = {"ASSISTANT_APP_API_URL": "http://127.0.0.1:9"}
+
+
+def client_for(env: dict[str, str]) -> FlaskClient:
+    return create_app({"SETTINGS": settings_from_env(env), "TESTING": True}).test_client()
+
+
+@pytest.fixture()
+def redis_up(services: stack.Supervisor) -> Iterator[None]:
+    """The limiter counts every request in the test Redis that `services` starts."""
+    yield
+
+
+def test_each_anonymous_visitor_gets_an_id_of_their_own(redis_up: None) -> None:
+    """Not one shared user `demo`: two visitors never share a quota or each other's turns."""
+    client = client_for({**DEV, "ASSISTANT_DEV_TOKENS": "true"})
+    subs = []
+    for body in ({"user": "demo"}, {"user": "demo"}, None):
+        resp = client.post("/api/v1/dev/token", json=body)
+        assert resp.status_code == 201, resp.get_data(as_text=True)
+        claims = jwt.decode(resp.get_json()["access_token"], INSECURE_DEV_SECRET,
+                            algorithms=["HS256"])
+        subs.append(claims["sub"])
+    assert len(set(subs)) == 3, subs
+    assert all(s.startswith("demo-") and len(s) >= len("demo-") + 24 for s in subs), subs
+
+
+def test_the_dev_login_needs_the_dev_tokens_opt_in(redis_up: None) -> None:
+    login = {"email": "alice@example.com", "password": "demo-password"}
+    resp = client_for({**DEV, **NO_APP}).post("/api/v1/dev/login", json=login)
+    assert resp.status_code == 404
+    resp = client_for({**DEV, **NO_APP, "ASSISTANT_DEV_TOKENS": "true"}).post(
+        "/api/v1/dev/login", json=login)
+    assert resp.status_code == 503, resp.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0:8000", "[::]:8000", "192.168.1.20:8000",
+                                  "become.example:8000"])
+def test_run_refuses_a_non_loopback_bind_in_dev(bind: str, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before anything starts (no var folder, no process); --allow-remote forces it."""
+    from assistant_cli.run import check_bind
+
+    monkeypatch.delenv("ASSISTANT_PROFILE", raising=False)
+    assert main(["run", "--bind", bind, "--var", "/nonexistent/never-created"]) == 2
+    err = capsys.readouterr().err
+    assert "loopback" in err and "--allow-remote" in err, err
+    dev = settings_from_env({})
+    with pytest.raises(ConfigError):
+        check_bind(dev, bind, allow_remote=False)
+    check_bind(dev, bind, allow_remote=True)
+    check_bind(settings_from_env({"ASSISTANT_PROFILE": "production",
+                                  "ASSISTANT_APP_JWT_SECRET": "x" * 40,
+                                  "ASSISTANT_ALLOWED_ORIGINS": "https://become.example",
+                                  "ASSISTANT_TRUSTED_PROXIES": "none"}), bind,
+               allow_remote=False)
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1:8000", "127.0.0.2:8000", "localhost:8000",
+                                  "[::1]:8000"])
+def test_run_accepts_a_loopback_bind_in_dev(bind: str) -> None:
+    from assistant_cli.run import check_bind
+
+    check_bind(settings_from_env({}), bind, allow_remote=False)
