@@ -146,21 +146,31 @@ class AnswerPrinter:
             self.out.write(text)
             self.out.flush()
 
+    def _erase(self) -> bool:
+        """Take the streamed text off the terminal; False when it no longer fits the screen."""
+        size = shutil.get_terminal_size((100, 40))
+        used = rows(self.streamed, size.columns)
+        if used >= size.lines:
+            return False
+        self.out.write("\r" + (f"\033[{used - 1}A" if used > 1 else "") + "\033[J")
+        return True
+
+    def restart(self) -> None:
+        """The turn starts over (its worker was lost): the text streamed so far goes."""
+        if self.tty and self.streamed and not self._erase():
+            self.out.write("\n\n")
+        self.streamed = ""
+
     def done(self, done: dict[str, Any]) -> None:
         """The done frame: the answer as it stands."""
-        size = shutil.get_terminal_size((100, 40))
         if not is_quotes(done):
             if not self.tty:
                 self.out.write(str(done.get("answer", self.streamed)))
             self.out.write("\n")
             return
-        text = format_quotes(done, width=min(size.columns, 100) - 1)
-        if self.tty and self.streamed:
-            used = rows(self.streamed, size.columns)
-            if used < size.lines:  # the streamed rows are still on screen: write over them
-                self.out.write("\r" + (f"\033[{used - 1}A" if used > 1 else "") + "\033[J")
-            else:
-                self.out.write("\n\n")
+        text = format_quotes(done, width=min(shutil.get_terminal_size((100, 40)).columns, 100) - 1)
+        if self.tty and self.streamed and not self._erase():
+            self.out.write("\n\n")  # scrolled off: the quotes follow the streamed text
         self.out.write(text + "\n")
         self.out.flush()
 

@@ -144,6 +144,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             progress.frame(frame)
         if frame["type"] == "token":
             printer.token(frame["text"])
+        elif frame["type"] == "restart":
+            printer.restart()
 
     try:
         _frames, last = client.ask(args.url, _app_token(args.user), args.question,

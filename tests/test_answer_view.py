@@ -98,6 +98,24 @@ def test_terminal_sees_the_stream_then_the_quotes_written_over_it() -> None:
     assert written.endswith(format_quotes(done, width=99) + "\n")
 
 
+def test_a_restart_takes_the_streamed_text_back() -> None:
+    out = Terminal()
+    printer = AnswerPrinter(out)
+    printer.token("Old partial")
+    printer.restart()
+    assert out.getvalue() == "Old partial\r\033[J"
+    printer.token("New answer.")
+    printer.done({"answer": "New answer.", "sources": []})
+    assert out.getvalue().endswith("\033[JNew answer.\n")
+    pipe = io.StringIO()
+    printer = AnswerPrinter(pipe)
+    printer.token("Old partial")
+    printer.restart()
+    printer.token("New answer.")
+    printer.done({"answer": "New answer.", "sources": []})
+    assert pipe.getvalue() == "New answer.\n"
+
+
 def test_a_pipe_gets_the_answer_once_whole() -> None:
     for done in (quotes_done("cs"), {"answer": "Prose [1].", "sources": []}):
         out = io.StringIO()
