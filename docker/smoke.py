@@ -201,6 +201,7 @@ def main() -> int:
                CORPUS_OWNER_PASSWORD=secrets.token_hex(16),
                CORPUS_READER_PASSWORD=secrets.token_hex(16),
                ASSISTANT_DB_PASSWORD=secrets.token_hex(16),
+               REDIS_PASSWORD=secrets.token_hex(16),
                ASSISTANT_APP_JWT_SECRET=secret,
                ASSISTANT_ALLOWED_ORIGINS=f"http://127.0.0.1:{PORT}")
     compose("down", "-v", "--remove-orphans", env=env)

@@ -28,6 +28,9 @@ class AccessToken:
 def verify_access(token: str, secret: str, *, max_lifetime_s: int = MAX_LIFETIME_S,
                   issuer: str = "") -> AccessToken:
     """The user id and expiry of a valid access token, else raise Unauthorized."""
+    if not secret:
+        # A process started without the app secret (production workers) verifies nothing.
+        raise Unauthorized("no app secret configured")
     required = ["sub", "exp", "iat", "jti", *(["iss"] if issuer else [])]
     try:
         # The app always sets iat and jti: a token without them was not minted by the app.

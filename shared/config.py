@@ -306,7 +306,10 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         corpus_dsn=env.get("ASSISTANT_CORPUS_DSN", d.corpus_dsn),
         corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
         assistant_dsn=env.get("ASSISTANT_DB_DSN", d.assistant_dsn),
-        app_jwt_secret=env.get("ASSISTANT_APP_JWT_SECRET", d.app_jwt_secret),
+        # Unset in production: a process that verifies no token (worker, beat, index build);
+        # the web tier refuses to start so (require_app_secret). Never the dev secret there.
+        app_jwt_secret=env.get("ASSISTANT_APP_JWT_SECRET",
+                               "" if profile == "production" else d.app_jwt_secret),
         app_jwt_max_lifetime_s=int(num("APP_JWT_MAX_LIFETIME_S", d.app_jwt_max_lifetime_s)),
         app_jwt_issuer=env.get("ASSISTANT_APP_JWT_ISSUER", d.app_jwt_issuer).strip(),
         allowed_origins=tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
@@ -440,6 +443,22 @@ def _safe_origin(origin: str) -> bool:
     return origin.startswith("http://") and host in LOOPBACK_HOSTS
 
 
+SECRET_PROBLEM = ("ASSISTANT_APP_JWT_SECRET must be set to a strong secret "
+                  "(at least 32 characters, not the dev secret)")
+
+
+def strong_secret(secret: str) -> bool:
+    """At least 32 characters and not the dev secret."""
+    return secret != INSECURE_DEV_SECRET and len(secret) >= 32
+
+
+def require_app_secret(settings: Settings) -> None:
+    """The web tier verifies tokens: in production it needs the app's strong secret (the
+    other processes are started without it, docker/compose.yaml)."""
+    if settings.production and not strong_secret(settings.app_jwt_secret):
+        raise ConfigError(f"production profile refused: {SECRET_PROBLEM}")
+
+
 def validate_production(settings: Settings, env: Mapping[str, str]) -> None:
     """Refuse to start the production profile with anything unsafe, listing every problem.
 
@@ -447,9 +466,8 @@ def validate_production(settings: Settings, env: Mapping[str, str]) -> None:
     must be keyed and reached over https. Origins and trusted proxies must be stated.
     """
     problems = []
-    if settings.app_jwt_secret in ("", INSECURE_DEV_SECRET) or len(settings.app_jwt_secret) < 32:
-        problems.append("ASSISTANT_APP_JWT_SECRET must be set to a strong secret "
-                        "(at least 32 characters, not the dev secret)")
+    if "ASSISTANT_APP_JWT_SECRET" in env and not strong_secret(settings.app_jwt_secret):
+        problems.append(SECRET_PROBLEM)
     if settings.dev_tokens:
         problems.append("ASSISTANT_DEV_TOKENS is never allowed in production")
     for role in settings.roles:

@@ -224,3 +224,29 @@ def test_a_role_added_to_the_registry_is_seen_by_every_check(
         settings_from_env({"ASSISTANT_API_KEY": "sk-1",
                            **_hosted(ROLE_SPECS[0], "https://a.example/v1"),
                            **_hosted(extra, "https://b.example/v1")})
+
+
+def test_a_production_process_without_the_app_secret_verifies_no_token() -> None:
+    """Issue 26 item 10: workers, beat and the index build get no app secret. Unset, it is
+    empty (never the dev secret) and the production check accepts that; set, it must be
+    strong; the web tier refuses to start without it."""
+    from web import create_app
+
+    env = {k: v for k, v in PRODUCTION.items() if k != "ASSISTANT_APP_JWT_SECRET"}
+    s = settings_from_env(env)
+    assert s.production and s.app_jwt_secret == ""
+    with pytest.raises(ConfigError, match="ASSISTANT_APP_JWT_SECRET"):
+        create_app({"SETTINGS": s, "TESTING": True})
+    assert settings_from_env({}).app_jwt_secret == INSECURE_DEV_SECRET  # dev: the dev secret
+
+
+def test_an_empty_secret_verifies_no_token() -> None:
+    import jwt
+
+    from shared.auth import verify_access_token
+    from shared.errors import Unauthorized
+
+    token = jwt.encode({"sub": "u", "iat": 1, "exp": 2**31, "type": "access", "jti": "j"},
+                       "k" * 32, algorithm="HS256")
+    with pytest.raises(Unauthorized, match="no app secret"):
+        verify_access_token(token, "")

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from shared.config import Settings, get_settings
+from shared.config import Settings, get_settings, require_app_secret
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -20,6 +20,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app = Flask(__name__)
     settings: Settings = (config or {}).get("SETTINGS") or get_settings()
+    require_app_secret(settings)
     app.config.update(SETTINGS=settings, MAX_CONTENT_LENGTH=settings.ws_max_frame_bytes,
                       JSON_SORT_KEYS=False,
                       # Larger frames close the socket with 1009 (simple-websocket does it).

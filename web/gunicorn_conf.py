@@ -43,11 +43,11 @@ def on_starting(server: Any) -> None:
     """Refuse to start with unsafe settings: one plain sentence and exit 1, no traceback."""
     import sys
 
-    from shared.config import settings_from_env
+    from shared.config import require_app_secret, settings_from_env
     from shared.errors import ConfigError
 
     try:
-        settings_from_env()
+        require_app_secret(settings_from_env())
     except ConfigError as exc:
         print(f"become-assistant web: {exc}", file=sys.stderr, flush=True)
         sys.exit(1)

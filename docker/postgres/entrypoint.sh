@@ -1,5 +1,6 @@
 #!/bin/sh
-# First start: initdb with password authentication, then the roles and databases that
+# First start: initdb with password authentication everywhere (no `trust`, not even on the
+# container's own socket), then the roles and databases that
 # assistant_cli/stack.py bootstrap_corpus_db / bootstrap_app_db make for `make run`. Later starts:
 # just PostgreSQL. Passwords are applied only when the data volume is new.
 set -eu
@@ -12,7 +13,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   pwfile=$(mktemp)
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
   initdb -D "$PGDATA" -U postgres --pwfile="$pwfile" --encoding=UTF8 \
-         --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+         --auth-local=scram-sha-256 --auth-host=scram-sha-256 >/dev/null
   rm -f "$pwfile"
   echo "host all all 0.0.0.0/0 scram-sha-256" >> "$PGDATA/pg_hba.conf"
   echo "host all all ::/0 scram-sha-256" >> "$PGDATA/pg_hba.conf"
