@@ -22,7 +22,7 @@
   const NUMBERED = /^(\s*)(\d{1,9})[.)]\s+(.*)$/;
 
   // Citation forms, as the server's check reads them (worker/pipeline/markers.py): [n], lists
-  // and ranges ([1, 2], [1-3], [3–1]), labels in English, Czech and Russian ([Source 1],
+  // and ranges ([1, 2], [1 2], [1-3], [3–1]), labels in English, Czech and Russian ([Source 1],
   // [Zdroj 2], [Pasáž 3], [doc1], [Источник 1]), full-width brackets and digits (【1】, ［１］).
   const CITE_S = "[ \\t\\u00a0\\u202f\\u2009]";
   const CITE_W = "[\\p{L}\\p{N}_]*";
@@ -39,7 +39,10 @@
   const CITE_ITEM = "(?:" + CITE_PREFIX + ")?" + CITE_DIGITS + "(?:" + CITE_RANGE + "(?:" +
     CITE_PREFIX + ")?" + CITE_DIGITS + ")?";
   const CITE_SEP = "(?:" + CITE_S + "*[,;、，]" + CITE_S + "*(?:(?:and|a|и)" + CITE_S + "+)?|" +
-    CITE_S + "+(?:and|a|и|&)" + CITE_S + "+)";
+    CITE_S + "+(?:and|a|и|&)" + CITE_S + "+|" + CITE_S + "+)";
+  // [1 234]: one number grouped by a space, not a list [1 2].
+  const CITE_SPACE_THOUSANDS = new RegExp("^" + CITE_S + "*[1-9][0-9]{0,2}(?:" + CITE_S +
+    "[0-9]{3})+" + CITE_S + "*$", "u");
   const CITATION = new RegExp("^[\\[［【〔〖]" + CITE_S + "*" + CITE_ITEM + "(?:" + CITE_SEP +
     CITE_ITEM + ")*" + CITE_S + "*[\\]］】〕〗]", "iu");
   const CITE_ITEMS = new RegExp("(" + CITE_DIGITS + ")(?:" + CITE_RANGE + "(?:" + CITE_PREFIX +
@@ -68,6 +71,7 @@
     const labelled = CITE_FULL_WIDTH.includes(raw[0]) || CITE_LABELLED.test(raw);
     if (!labelled && (items.length > 1 || items[0][1] !== null)) {
       if (items.some(([a, b]) => a === 0 || b === 0)) return null;  // [0, 1]: an interval
+      if (CITE_SPACE_THOUSANDS.test(raw.slice(1, -1))) return null;  // [1 234]: thousands
       if (raw.includes(";") && /[0-9],[0-9]/.test(raw)) return null;  // [10,5; 15,5; 21,5]
       const firsts = items.map(([a]) => a);
       const triple = items.length === 3 && items.every(([, b]) => b === null) &&
