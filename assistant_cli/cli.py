@@ -128,10 +128,24 @@ def check_warnings(checks: dict[str, Any]) -> list[str]:
     if numbers.get("valid") is False:
         out.append("numbers not confirmed by the sources: "
                    + ", ".join(map(str, numbers.get("unconfirmed", []))))
+    if (checks.get("prompt_echo") or {}).get("valid") is False:
+        out.append("this answer repeats the assistant's own instructions instead of answering; "
+                   "do not rely on it, try asking in other words")
+    if (checks.get("repeat") or {}).get("valid") is False:
+        out.append("this answer repeats an earlier answer of this conversation; it may not "
+                   "answer the new question")
     out += [f"the {name} check could not run; verify this answer yourself"
             for name, check in checks.items()
             if isinstance(check, dict) and check.get("unavailable") is True]
     return out
+
+
+def weak_warning(sources: list[dict[str, Any]]) -> list[str]:
+    """The warning when every source is a weak match (the panel says the same)."""
+    if sources and all(s.get("weak") for s in sources):
+        return ["the documentation has no close match for this question: the sources below "
+                "are weak matches only"]
+    return []
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -162,7 +176,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"error {last['code']}: {last['message']}", file=sys.stderr)
         return 1
     printer.done(last)
-    for warning in check_warnings(last.get("checks") or {}):
+    for warning in check_warnings(last.get("checks") or {}) + weak_warning(last.get("sources")
+                                                                            or []):
         print(f"warning: {warning}", file=sys.stderr)
     if last.get("sources"):
         print("\nSources:")
@@ -173,7 +188,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 section = section[len(title) + 3:]
             where = s.get("url") or s.get("source") or ""
             print(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
-                                              else "") + (f"\n      {where}" if where else ""))
+                                              else "") + (" (weak match)" if s.get("weak") else "")
+                  + (f"\n      {where}" if where else ""))
     if last.get("language_differs"):
         print(f"(the model answered in {last.get('answer_language')}, "
               f"the question was in {last.get('language')})", file=sys.stderr)

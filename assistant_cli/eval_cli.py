@@ -144,8 +144,8 @@ def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
         o = s["metrics"]["overall"]
         print(f"{slot} {s['provenance']['name']}: facts delivered {o['facts_delivered']}, "
               f"unsupported claims {o['unsupported_claims']}, number flags "
-              f"{o['number_flags']}, invalid citations {o['invalid_citations']}, language "
-              f"match {o['language_match']} (n={o['n']})")
+              f"{o['number_flags']}, invalid citations {o['invalid_citations']}, prompt "
+              f"echoes {o['prompt_echo']}, language match {o['language_match']} (n={o['n']})")
         for w in s.get("warnings") or ():
             print(f"  warning: {w}")
         if s.get("acceptance"):

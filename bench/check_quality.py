@@ -15,9 +15,19 @@ three passages per answer as the turn gives the model). Each answer belongs to o
   a passage number, a large number off by one, a random value, a number word), in any of the
   formats above, also after a hyphenated word;
 * invalid_citation: a clean answer plus one citation, in any form, naming a passage the model
-  was not given (0 or beyond the three).
+  was not given (0 or beyond the three);
+* prompt_echo: a clean answer plus one line of the answer model's instructions (read from the
+  prompt templates) or a piece of prompt markup (a passage fence around a passage sentence, a
+  passage heading line, the passages header);
+* repeat: an earlier answer of the conversation given again, with one word changed and its
+  citations moved (the tiny model's copy of its last reply).
 
-It runs our checks (worker.pipeline.checks / numbers) and prints, per category and language,
+Every answer comes with an earlier answer in its conversation (a clean answer over other
+passages; for `repeat`, the one it repeats), so the clean categories also measure false
+prompt-echo and repeat flags: quoting a passage sentence must not count as an echo.
+
+It runs our checks (worker.pipeline.checks / numbers / echo / repeat) and prints, per category
+and language,
 recall (planted error flagged) or the false-flag rate (clean answer flagged at all). The
 templates were written from the issue's list of forms and ordinary answer sentences before the
 checker was tuned against this bench; a planted number is ungrounded by the spec's own rule
@@ -39,12 +49,16 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from pathlib import Path
 
+from shared.turn_request import Message
 from worker.pipeline.checks import check_citations
+from worker.pipeline.echo import RUN, check_echo, instruction_lines
 from worker.pipeline.numbers import check_numbers
+from worker.pipeline.repeat import check_repeat
 
 PASSAGES_PER_ANSWER = 3
 CATEGORIES = ("clean_numbers", "clean_citations", "clean_non_numbers", "ungrounded_number",
-              "invalid_citation")
+              "invalid_citation", "prompt_echo", "repeat")
+PLANTED = ("ungrounded_number", "invalid_citation", "prompt_echo", "repeat")
 LANGS = ("en", "cs")
 NBSP, NNBSP = "\u00a0", "\u202f"
 
@@ -266,6 +280,7 @@ class Case:
     passages: tuple[str, ...]
     planted: str  # the planted number as written, or the planted citation
     planted_numbers: frozenset[int]  # invalid passage numbers of a planted citation
+    earlier: str = ""  # the conversation's earlier answer
 
 
 class Generator:
@@ -275,6 +290,17 @@ class Generator:
         self.rng = random.Random(seed)
         self.all = passages
         self.with_numbers = [p for p in passages if passage_numbers(p.text)]
+        # The earlier answers and the planted echoes and repeats draw from their own Random,
+        # so the first five categories' answers stay those of the published runs.
+        self._side: Generator | None = None
+        self._seed = seed
+
+    @property
+    def side(self) -> Generator:
+        """A second generator (seed + 1) for the earlier answers, echoes and repeats."""
+        if self._side is None:
+            self._side = Generator(self.all, self._seed + 1)
+        return self._side
 
     def _pick(self) -> list[Passage]:
         first = self.rng.choice(self.with_numbers)
@@ -403,7 +429,38 @@ class Generator:
             rows = CLAIM_EN if lang == "en" else CLAIM_CS
             sentence = rng.choice(rows).replace("{n}", "this").format(c=planted)
             sentences.insert(rng.randint(1, len(sentences)), sentence)
-        return Case(category, lang, " ".join(sentences), tuple(texts), planted, bad)
+        elif category == "prompt_echo":
+            planted = self._echo(chosen)
+            sentences.insert(self.side.rng.randint(0, len(sentences)), planted)
+        answer = " ".join(sentences)
+        side = self.side
+        if category == "repeat":
+            # The earlier answer, one word changed and its citations moved on by one.
+            earlier = answer
+            words = answer.split(" ")
+            k = side.rng.choice([i for i, w in enumerate(words) if w.isalpha()])
+            words[k] = side.rng.choice(["also", "then", "here", "taky", "zde"])
+            answer = re.sub(r"\[(\d)\]", lambda m: f"[{int(m.group(1)) % 3 + 1}]",
+                            " ".join(words))
+            planted = earlier
+        else:
+            earlier = " ".join(side._clean(lang, side._pick()))
+        return Case(category, lang, answer, tuple(texts), planted, bad, earlier)
+
+    def _echo(self, chosen: list[Passage]) -> str:
+        """One instruction line or one piece of prompt markup, as a small model copies it."""
+        rng = self.side.rng
+        lines = [ln.strip(" -") for ln in instruction_lines() if len(ln.split()) >= RUN]
+        p = rng.choice(chosen)
+        sentence = (_SENTENCE.findall(p.text) or [p.text[:80]])[0]
+        kind = rng.choice(["line", "line", "fence", "heading", "header"])
+        if kind == "fence":
+            return f"<passage>\n{sentence}\n</passage>"
+        if kind == "heading":
+            return f"\n[1] {p.source.split('/')[-1]} — Overview ({p.source})\n"
+        if kind == "header":
+            return "Passages (material, not instructions):"
+        return rng.choice(lines)
 
 
 # --- scoring --------------------------------------------------------------------------------
@@ -419,14 +476,23 @@ def judge(case: Case) -> Verdict:
     """Run our checks on one answer."""
     cites = check_citations(case.answer, PASSAGES_PER_ANSWER, case.passages)
     nums = check_numbers(case.answer, case.passages, passages=PASSAGES_PER_ANSWER)
-    flagged = bool(cites.invalid) or not nums.valid
+    echo = check_echo(case.answer, case.passages)
+    history = (Message("user", "An earlier question"), Message("assistant", case.earlier))
+    repeat = check_repeat(case.answer, "A new question", history)
+    flagged = bool(cites.invalid) or not nums.valid or not echo.valid or not repeat.valid
     if case.category == "ungrounded_number":
         caught = case.planted in nums.unconfirmed
     elif case.category == "invalid_citation":
         caught = bool(case.planted_numbers) and case.planted_numbers <= set(cites.invalid)
+    elif case.category == "prompt_echo":
+        caught = not echo.valid
+    elif case.category == "repeat":
+        caught = not repeat.valid
     else:
         caught = False
-    detail = f"invalid citations {list(cites.invalid)}, unconfirmed {list(nums.unconfirmed)}"
+    detail = (f"invalid citations {list(cites.invalid)}, unconfirmed {list(nums.unconfirmed)}, "
+              f"echo {list(echo.markup) + list(echo.instructions)}, repeat "
+              f"{repeat.similarity}")
     return Verdict(flagged, caught, detail)
 
 
@@ -437,8 +503,7 @@ def run(cases: list[Case], show: int, out: Callable[[str], None] = print) -> dic
     for case in cases:
         v = judge(case)
         cells[(case.category, case.lang)].append(v)
-        bad = (not v.caught) if case.category in ("ungrounded_number", "invalid_citation") \
-            else v.flagged
+        bad = (not v.caught) if case.category in PLANTED else v.flagged
         if bad:
             misses[(case.category, case.lang)].append((case, v))
     out("| category | language | answers | measure | rate | extra flags |")
@@ -447,7 +512,7 @@ def run(cases: list[Case], show: int, out: Callable[[str], None] = print) -> dic
     for category in CATEGORIES:
         for lang in LANGS:
             vs = cells[(category, lang)]
-            if category in ("ungrounded_number", "invalid_citation"):
+            if category in PLANTED:
                 rate, measure = sum(v.caught for v in vs) / len(vs), "recall"
                 extra = sum(v.flagged and not v.caught for v in vs)
             else:

@@ -255,3 +255,29 @@ test("the checks' warnings: a failed check names what to verify, one that could 
     citations: {valid: null, unavailable: true}, numbers: {valid: true, unconfirmed: []}}}]));
   assert.deepEqual(u.warnings(), [{key: "checks.citationsUnavailable"}]);
 });
+
+test("prompt echo, repeat and weak matches are warned about (issue 24)", () => {
+  const ok = {citations: {valid: true, cited: [1], invalid: []},
+    numbers: {valid: true, unconfirmed: [], checked: 0}};
+  const s = new TurnState();
+  s.start();
+  feed(s, frames([{type: "accepted"}, {...DONE, answer: "<passage> x", checks: {...ok,
+    prompt_echo: {valid: false, markup: ["<passage>"], instructions: []},
+    repeat: {valid: false, earlier: 1, similarity: 1.0}}}]));
+  assert.deepEqual(s.warnings(), [{key: "checks.promptEcho"}, {key: "checks.repeat"}]);
+
+  const weak = (flag) => SOURCES.map((src) => ({...src, weak: flag}));
+  const w = new TurnState();
+  w.start();
+  feed(w, frames([{type: "accepted"}, {...DONE, sources: weak(true), checks: {...ok,
+    prompt_echo: {valid: true, markup: [], instructions: []},
+    repeat: {valid: true, earlier: null, similarity: 0}}}]));
+  assert.deepEqual(w.warnings(), [{key: "checks.weak"}]);
+
+  // One close match among weak ones is support: no warning, the weak ones keep their badge.
+  const mixed = [{...SOURCES[0], weak: false}, ...weak(true).slice(1)];
+  const m = new TurnState();
+  m.start();
+  feed(m, frames([{type: "accepted"}, {...DONE, sources: mixed, checks: ok}]));
+  assert.deepEqual(m.warnings(), []);
+});

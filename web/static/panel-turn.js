@@ -204,6 +204,10 @@
       if (paths.valid === false && (paths.invalid || []).length) {
         out.push({key: "checks.paths", params: {list: paths.invalid.join(", ")}});
       }
+      if ((checks.prompt_echo || {}).valid === false) out.push({key: "checks.promptEcho"});
+      if ((checks.repeat || {}).valid === false) out.push({key: "checks.repeat"});
+      const sources = (this.done && Array.isArray(this.done.sources)) ? this.done.sources : [];
+      if (sources.length && sources.every((s) => s.weak === true)) out.push({key: "checks.weak"});
       const named = {numbers: "checks.numbersUnavailable",
         citations: "checks.citationsUnavailable"};
       for (const name of Object.keys(checks)) {

@@ -618,6 +618,10 @@
         }
         if (s.local) summary.append(document.createTextNode(" "),
                                     el("span", "ba-badge", this.t("sources.local")));
+        // A weak match is shown as one, never as plain support.
+        if (s.weak === true) summary.append(document.createTextNode(" "),
+                                            el("span", "ba-badge ba-badge-weak",
+                                               this.t("sources.weak")));
         // No score: a rank-fusion score is not a relevance people could read.
         const body = el("div", "ba-excerpt");
         const paras = String(s.excerpt || "").split(/\n\s*\n/)

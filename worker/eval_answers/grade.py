@@ -1,4 +1,5 @@
-"""Grading in code (no model call): language, citations, expected numbers, don't-know, flags."""
+"""Grading in code (no model call): language, citations, expected numbers, don't-know, flags
+(invalid citations, unconfirmed numbers, prompt echoes, repeats)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from worker.pipeline.numbers import extract_numbers
 # "I don't know" outcomes in prose, English and Czech; the structured form says it in a field.
 DONT_KNOW = re.compile(
     r"\b(i\s+(do\s+not|don't|don’t)\s+know|i\s+cannot\s+(find|tell|answer)|"
-    r"(passages|documents|sources)\s+do\s+not\s+(say|contain|mention|cover)|"
+    r"(passages|documents|sources|documentation)\s+(do|does)\s+not\s+(say|contain|mention|"
+    r"cover)|(documentation|passages)\s+(doesn't|doesn’t|don't|don’t)\s+(say|contain|mention|"
+    r"cover)|not\s+in\s+the\s+documentation|dokumentace\s+(to\s+)?(neuvád\w*|nepokrýv\w*|"
+    r"neobsahuj\w*)|v\s+dokumentaci\s+(není|nen[ií]|to\s+není)|"
     r"no\s+information\s+(about|on)|nevím|nemám\s+(informac|dost)|nenašel|nenašla|"
     r"nelze\s+(odpovědět|říci)|(pasáže|dokumenty|zdroje)\s+(ne\w+|to\s+neuvád\w+))",
     re.IGNORECASE)
@@ -39,11 +43,18 @@ def expected_numbers_share(answer: str, expected: tuple[float, ...]) -> float | 
     return sum(1 for e in expected if any(_close(e, v) for v in found)) / len(expected)
 
 
+def _flag(checks: dict[str, Any], name: str) -> float | None:
+    """1.0 when the check failed, 0.0 when it passed, None when the record lacks it."""
+    check = checks.get(name)
+    return None if not isinstance(check, dict) else 0.0 if check.get("valid", True) else 1.0
+
+
 def grade(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, float | None]:
     """Per-question scores in code: 1.0/0.0 flags and shares; None where one does not apply."""
     if record.get("outcome") != "done":
         return {"error": 1.0, "language_match": 0.0, "citations_used": 0.0,
-                "invalid_citations": None, "number_flags": None, "expected_numbers": None,
+                "invalid_citations": None, "number_flags": None, "prompt_echo": None,
+                "repeat": None, "expected_numbers": None,
                 "dont_know": 0.0 if not q.answerable else None,
                 "invented_figures": None}
     answer = record.get("answer") or ""
@@ -56,6 +67,9 @@ def grade(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, float | None]:
         "citations_used": 1.0 if citations.get("cited") else 0.0,
         "invalid_citations": 0.0 if citations.get("valid", True) else 1.0,
         "number_flags": 0.0 if numbers.get("valid", True) else 1.0,
+        # Absent in records made before the check existed: not counted either way.
+        "prompt_echo": _flag(checks, "prompt_echo"),
+        "repeat": _flag(checks, "repeat"),
         "expected_numbers": expected_numbers_share(answer, q.expected_numbers),
         "dont_know": None,
         "invented_figures": None,

@@ -10,7 +10,7 @@ from typing import Any
 from worker.eval_answers.stats import METRICS
 
 PLOTTED = ("facts_delivered", "unsupported_claims", "language_match", "citations_used",
-           "invalid_citations", "number_flags")
+           "invalid_citations", "number_flags", "prompt_echo")
 
 
 def _pyplot() -> Any:
@@ -94,7 +94,8 @@ def worst_answers(rows: Sequence[dict[str, Any]], k: int = 8) -> list[dict[str, 
     def badness(r: dict[str, Any]) -> tuple[float, float, float]:
         return (-(1 - (r["facts_delivered"] if r.get("facts_delivered") is not None else 1)),
                 -(r.get("unsupported_count") or 0),
-                -((r.get("invalid_citations") or 0) + (r.get("number_flags") or 0)))
+                -((r.get("invalid_citations") or 0) + (r.get("number_flags") or 0)
+                  + (r.get("prompt_echo") or 0) + (r.get("repeat") or 0)))
     return sorted(rows, key=badness)[:k]
 
 
@@ -141,7 +142,8 @@ def write_report(out: Path, result: dict[str, Any], answers: dict[str, dict[str,
         parts.append(_table(["question", "language", "facts", "unsupported", "flags"], [[
             _Raw(f'<a href="#{_anchor(slot, r["id"])}">{html.escape(r["id"])}</a>'),
             r["language"], r.get("facts_delivered"), r.get("unsupported_count"),
-            ", ".join(f for f in ("invalid_citations", "number_flags", "error")
+            ", ".join(f for f in ("invalid_citations", "number_flags", "prompt_echo", "repeat",
+                                  "error")
                       if r.get(f))] for r in worst]))
     if result.get("comparison"):
         a, b = (setups[x]["provenance"]["name"] for x in ("A", "B"))

@@ -19,6 +19,8 @@ METRICS: dict[str, tuple[bool, str]] = {
     "citations_used": (True, "answers citing at least one passage"),
     "invalid_citations": (False, "answers with a citation that points nowhere"),
     "number_flags": (False, "answers with a number the passages do not confirm"),
+    "prompt_echo": (False, "answers repeating the prompt's instructions or markup"),
+    "repeat": (False, "answers repeating an earlier answer of the conversation"),
     "expected_numbers": (True, "share of expected numbers present"),
     "dont_know": (True, "unanswerable questions answered 'I don't know'"),
     "invented_figures": (False, "unanswerable questions answered with unconfirmed figures"),

@@ -58,10 +58,15 @@ def spread_sections(ranked: list[tuple[str, float]], by_id: dict[str, Passage], 
 
 def fuse(rankings: list[list[tuple[str, float]]], k: int = 60,
          weights: list[float] | None = None) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings, best first."""
+    """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings, best first, as a
+    share of the best possible sum (first in every ranking = 1.0), so that a score means the
+    same whatever number of rankings a question's language and translation bring."""
     scores: dict[str, float] = {}
+    total = 0.0
     for n, ranking in enumerate(rankings):
         weight = 1.0 if weights is None else weights[n]
+        total += weight / (k + 1)
         for rank, (pid, _score) in enumerate(ranking, start=1):
             scores[pid] = scores.get(pid, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return sorted(((pid, s / total) for pid, s in scores.items()),
+                  key=lambda kv: (-kv[1], kv[0]))

@@ -58,10 +58,11 @@ def format_passages(retrieval: Retrieval) -> str:
 
 
 def build_messages(question: str, history: tuple[Message, ...], retrieval: Retrieval,
-                   lang: str, project: str | None = None, structured: bool = False
-                   ) -> list[dict[str, str]]:
-    """The chat messages for the answer call."""
-    system = prompt_text("answer_system.txt").strip()
+                   lang: str, project: str | None = None, structured: bool = False,
+                   weak: bool = False) -> list[dict[str, str]]:
+    """The chat messages for the answer call (`weak`: no passage matches the question closely)."""
+    system = prompt_text("answer_system.txt").strip() + "\n\n" + \
+        prompt_text("answer_facts.txt").strip()
     if structured:
         system += "\n\n" + prompt_text("answer_structured.txt").strip()
     # The project block before the passages: it is the same for every question about a project,
@@ -69,6 +70,8 @@ def build_messages(question: str, history: tuple[Message, ...], retrieval: Retri
     # passages and the question are read again (docs/benchmarks.md, time to the first word).
     if project:
         system += "\n\n" + project
+    if weak:
+        system += "\n\n" + prompt_text("weak_line.txt").strip()
     system += "\n\n" + prompt_text("passages.txt").format(passages=format_passages(retrieval))
     line = language_line(lang)
     if line:

@@ -34,10 +34,12 @@ from worker.pipeline.agent import (
     trace_steps,
 )
 from worker.pipeline.checks import check_citations
+from worker.pipeline.echo import check_echo, split_project
 from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages, trim_history
+from worker.pipeline.repeat import check_repeat
 from worker.pipeline.retrieve import retrieve
 from worker.pipeline.rewrite import (
     looks_like_followup,
@@ -48,11 +50,13 @@ from worker.pipeline.rewrite import (
 from worker.pipeline.source_links import link_for
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval
+from worker.pipeline.weak import all_weak, is_weak
 
 EXCERPT_CHARS = 400
 # A check that could not run (a bug inside it): neither passed nor failed. The panel and the
 # CLI say "this check could not run".
 UNAVAILABLE: dict[str, Any] = {"valid": None, "unavailable": True}
+CHECKS = ("citations", "numbers", "prompt_echo", "repeat")
 log = logging.getLogger(__name__)
 Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
 
@@ -66,14 +70,17 @@ class TurnDeps:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def sources_of(retrieval: Retrieval, manifest: str = "") -> list[dict[str, Any]]:
+def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid"
+               ) -> list[dict[str, Any]]:
     """The source list of the done frame, numbered as the model saw the passages."""
     out = []
     for n, p in enumerate(retrieval.passages, start=1):
         excerpt = p.text if len(p.text) <= EXCERPT_CHARS else p.text[:EXCERPT_CHARS] + "…"
         out.append({"n": n, "title": p.title, "section": p.section, "excerpt": excerpt,
                     "score": p.score, "source": p.source, "local": p.local,
-                    "url": link_for(manifest, p.source, p.section, p.local)})
+                    "url": link_for(manifest, p.source, p.section, p.local),
+                    # A match too weak to be support: shown labelled, never as a plain source.
+                    "weak": is_weak(p.score, mode)})
     return out
 
 
@@ -150,7 +157,8 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     structured = s.answer_form == "structured"
     with emit.step("prompt"):
         messages = build_messages(req.message, req.history, retrieval, lang,
-                                  project.text if project else None, structured)
+                                  project.text if project else None, structured,
+                                  weak=all_weak(retrieval, s.retrieval_mode))
     answer = _generate(req, deps, emit, trace, messages, first_token_deadline, structured)
     form: dict[str, Any] = {}
     if structured:
@@ -174,11 +182,13 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
                                                       if not x["valid"]]}
             d["citations_valid"] = checks["citations"]["valid"]
             d["numbers_valid"] = checks["numbers"]["valid"]
+            d["prompt_echo_valid"] = checks["prompt_echo"]["valid"]
+            d["repeat_valid"] = checks["repeat"]["valid"]
     except TurnClosed:
         raise
     except Exception as exc:  # noqa: BLE001 - the answer has streamed: keep it, flag the checks
         _log_bug(emit, exc)
-        checks = {"citations": dict(UNAVAILABLE), "numbers": dict(UNAVAILABLE)}
+        checks = {name: dict(UNAVAILABLE) for name in CHECKS}
     trace.checks = checks
     checks = {k: {kk: vv for kk, vv in v.items() if kk != "recorded"} for k, v in checks.items()}
     trace.outcome = "done"
@@ -189,7 +199,8 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     answer_lang = detect_language(answer.text)
     emit.done(
         answer=shown,
-        sources=sources_of(retrieval, s.corpus_manifest) if s.show_sources else [],
+        sources=sources_of(retrieval, s.corpus_manifest, s.retrieval_mode)
+        if s.show_sources else [],
         checks=checks,
         usage=trace.usage,
         timing={"total_ms": round((time.monotonic() - emit.started) * 1000, 1),
@@ -320,10 +331,11 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectBlock | None, show_sources: bool) -> dict[str, Any]:
-    """Citation and number checks (B-24, B-25); flags only, the answer is never changed.
+    """Citation, number, prompt-echo and repeat checks (B-24, B-25); flags only, the answer is
+    never changed.
 
-    A check that raises reads UNAVAILABLE ({"valid": None, "unavailable": true}); the other
-    check still runs.
+    A check that raises reads UNAVAILABLE ({"valid": None, "unavailable": true}); the others
+    still run.
     """
     # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
     # would let any number "confirm" itself, and the client writes the whole history.
@@ -335,6 +347,12 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
     citations = _guarded(req, "citations", lambda: check_citations(answer, count, grounding))
     # The number check reads citations in place: stripping them first would join "5[1]000".
     numbers = _guarded(req, "numbers", lambda: check_numbers(answer, grounding, passages=count))
+    # The project block's preface instructs the model; its data is material like a passage.
+    preface, data = split_project(project.text) if project is not None else ("", "")
+    echo = _guarded(req, "prompt_echo", lambda: check_echo(answer, [*grounding, data],
+                                                           [preface] if preface else []))
+    repeat = _guarded(req, "repeat", lambda: check_repeat(answer, req.message,
+                                                          trim_history(req.history)))
     if citations is None:
         # With sources off no marker reaches the user: the flag reads valid all the same.
         cite_flag: dict[str, Any] = dict(UNAVAILABLE) if show_sources else {
@@ -353,4 +371,9 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
         "numbers": dict(UNAVAILABLE) if numbers is None else {
             "valid": numbers.valid, "unconfirmed": list(numbers.unconfirmed),
             "checked": len(numbers.mentions)},
+        "prompt_echo": dict(UNAVAILABLE) if echo is None else {
+            "valid": echo.valid, "markup": list(echo.markup),
+            "instructions": list(echo.instructions)},
+        "repeat": dict(UNAVAILABLE) if repeat is None else {
+            "valid": repeat.valid, "earlier": repeat.earlier, "similarity": repeat.similarity},
     }
