@@ -15,11 +15,14 @@ APT_PACKAGES_TEST := redis-server chromium qemu-user binutils dict-freedict-eng-
 .PHONY: run test deps lint typecheck pytest clean system-deps-run system-deps-test \
         docker-images docker-smoke system-deps-docker
 
-# `make run MANIFEST=corpus_jobs/manifests/become.toml` serves another corpus. The laptop demo
-# lets anonymous visitors ask (dev tokens, with the dev secret only): an explicit opt-in, here.
+# `make run MANIFEST=corpus_jobs/manifests/become.toml` serves another corpus;
+# `make run ANSWER_GGUF=/path/model.gguf` answers (and translates) with that GGUF instead of the
+# bundled SmolLM2 (docs/models.md). The laptop demo lets anonymous visitors ask (dev tokens,
+# with the dev secret only): an explicit opt-in, here.
 run: system-deps-run deps
 	@# Dev tokens only while the app secret is the dev one (settings refuse them otherwise).
-	@ASSISTANT_DEV_TOKENS=$${ASSISTANT_DEV_TOKENS:-$$([ -z "$$ASSISTANT_APP_JWT_SECRET" ] && echo true || echo false)} \
+	@$(if $(ANSWER_GGUF),ASSISTANT_ANSWER_GGUF="$(ANSWER_GGUF)") \
+	  ASSISTANT_DEV_TOKENS=$${ASSISTANT_DEV_TOKENS:-$$([ -z "$$ASSISTANT_APP_JWT_SECRET" ] && echo true || echo false)} \
 	  $(VENV)/bin/become-assistant run \
 	  $(if $(MANIFEST),--manifest $(MANIFEST))
 

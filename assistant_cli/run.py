@@ -15,10 +15,12 @@ from urllib.parse import urlparse
 from psycopg.conninfo import conninfo_to_dict
 
 from assistant_cli import stack
+from assistant_cli.answer_model import ServedModel, banner, served_model
+from assistant_cli.gguf import GGUFError
 from corpus_jobs.build import build_index
 from corpus_jobs.manifest import load_manifest, root_available
 from shared.celery_config import QUEUES
-from shared.config import Settings
+from shared.config import BUNDLED_ANSWER_MODEL, Settings
 from shared.errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "localhost")
@@ -106,6 +108,14 @@ def start_demo_app(settings: Settings, sup: stack.Supervisor, plan: Plan) -> str
     return start(sup, plan.demo_port, bootstrap_demo_db(admin), env)
 
 
+def served_answer_model(settings: Settings) -> ServedModel | None:
+    """The user's answer GGUF as it will be served (ASSISTANT_ANSWER_GGUF), else None."""
+    try:
+        return served_model(settings)
+    except GGUFError as exc:
+        raise stack.StackError(str(exc)) from None
+
+
 def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
     """Redis, the corpus PostgreSQL and the local model servers (reused when they answer)."""
     owner = conninfo_to_dict(settings.corpus_dsn)
@@ -131,6 +141,7 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
         admin = stack.start_postgres(sup, plan.var_dir / ("pg" if same else f"pg-{port}"), port)
         stack.bootstrap_app_db(admin, str(assistant["dbname"]), str(assistant["user"]))
     started: set[int] = set()
+    served = served_answer_model(settings)
     for role in settings.roles:
         url = urlparse(role.base_url)
         if role.name == "translator" or role.provider != "local" \
@@ -140,8 +151,16 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
         started.add(url.port)
         if role.name == "embeddings":
             stack.start_embedding_server(sup, url.port)
-        else:
+        elif served is not None and role.model == served.alias:
+            # The user's GGUF, for the answer role and the translation role alike.
+            stack.start_chat_server(sup, url.port, model=served.path, alias=served.alias,
+                                    n_ctx=served.n_ctx, chat_format=served.chat_format)
+        elif role.model == BUNDLED_ANSWER_MODEL:
             stack.start_chat_server(sup, url.port)
+        else:
+            # A model we do not ship, on this machine (Ollama, vLLM, a llama.cpp of the
+            # user's): its server is the user's to start.
+            stack.check_model_server(role.base_url, role.model, role.name)
     translator = urlparse(settings.translator.base_url)
     if settings.fewshot_translates and settings.translator.provider == "local" \
             and translator.hostname in LOOPBACK and translator.port not in started:
@@ -175,6 +194,12 @@ def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | Non
                          60, f"{plan.name}-web", proc)
 
 
+def answer_form(settings: Settings) -> str:
+    """The answer form turns are written in (auto resolved)."""
+    # effective_answer_form resolves `auto` (issue 24); a Settings without it has no auto.
+    return str(getattr(settings, "effective_answer_form", settings.answer_form))
+
+
 def build_default_index(settings: Settings) -> None:
     """Build the configured index if it changed (a no-op otherwise)."""
     def progress(done: int, total: int) -> None:
@@ -198,6 +223,8 @@ def run_forever(settings: Settings, plan: Plan) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         print(describe_corpus(settings.corpus_manifest), flush=True)
+        served = served_answer_model(settings)
+        answer_lines = banner(settings, served, answer_form(settings))
         print("Starting services (logs in var/log/)…", flush=True)
         start_services(settings, sup, plan)
         demo = start_demo_app(settings, sup, plan)
@@ -214,7 +241,8 @@ def run_forever(settings: Settings, plan: Plan) -> int:
               f"  Health: http://{plan.web_bind}/healthz\n"
               f"  Flower: http://127.0.0.1:{plan.flower_port}/\n"
               f"{demo_lines}"
-              f"Press Ctrl-C to stop everything.", flush=True)
+              + "".join(line + "\n" for line in answer_lines) +
+              "Press Ctrl-C to stop everything.", flush=True)
         while not stopping:
             dead = sup.check_alive()
             if dead is not None:

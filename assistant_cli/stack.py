@@ -306,20 +306,52 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def start_chat_server(sup: Supervisor, port: int, name: str = "llm-chat") -> None:
-    """llama.cpp's OpenAI-compatible server with SmolLM2 on 127.0.0.1:port."""
+def served_models(base_url: str) -> list[str] | None:
+    """The model ids an OpenAI-compatible server lists at base_url/models; None when silent."""
+    import json
+
+    try:
+        with urllib.request.urlopen(base_url + "/models", timeout=2) as resp:  # noqa: S310
+            return [str(m.get("id")) for m in json.load(resp).get("data", [])]
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return None
+
+
+def start_chat_server(sup: Supervisor, port: int, name: str = "llm-chat",
+                      model: Path | None = None, alias: str = "SmolLM2-135M-Instruct",
+                      n_ctx: int = 8192, chat_format: str | None = None) -> None:
+    """llama.cpp's OpenAI-compatible server on 127.0.0.1:port: SmolLM2, or `model` (a GGUF)
+    served as `alias`. A server already there is reused only when it serves that alias."""
     base = f"http://127.0.0.1:{port}/v1"
-    if http_ok(base + "/models"):
-        return
-    proc = sup.start(name, [sys.executable, "-m", "llama_cpp.server",
-                            "--model", str(smollm2_gguf()),
-                            "--model_alias", "SmolLM2-135M-Instruct",
-                            "--host", "127.0.0.1", "--port", str(port),
-                            "--n_ctx", "8192", "--n_threads", "2", "--verbose", "false",
-                            # One request at a time, queued: by default a new request would
-                            # cut off the stream of the one being answered.
-                            "--interrupt_requests", "false"])
-    wait_until(lambda: http_ok(base + "/models"), 120, name, proc)
+    listed = served_models(base)
+    if listed is not None:
+        if alias in listed:
+            return
+        raise StackError(f"port {port} already serves {', '.join(listed) or 'another model'}, "
+                         f"not {alias}: stop that server or move the answer role's port "
+                         "(ASSISTANT_ANSWER_LLM_BASE_URL)")
+    argv = [sys.executable, "-m", "assistant_cli.llama_server",
+            "--model", str(model or smollm2_gguf()), "--model_alias", alias,
+            "--host", "127.0.0.1", "--port", str(port),
+            "--n_ctx", str(n_ctx), "--n_threads", "2", "--verbose", "false",
+            # One request at a time, queued: by default a new request would
+            # cut off the stream of the one being answered.
+            "--interrupt_requests", "false"]
+    if chat_format:
+        argv += ["--chat_format", chat_format]
+    proc = sup.start(name, argv)
+    wait_until(lambda: http_ok(base + "/models"), 180, name, proc)
+
+
+def check_model_server(base_url: str, model: str, role: str) -> None:
+    """A local model server we do not start must answer; a model it does not list is said."""
+    listed = served_models(base_url)
+    if listed is None:
+        raise StackError(f"the {role} role's server at {base_url} does not answer: start it "
+                         f"first (it should serve {model}; docs/models.md)")
+    if model not in listed:
+        print(f"note: {base_url} lists {', '.join(listed) or 'no model'}, not {model} "
+              f"(the {role} role's model); requests name {model}", file=sys.stderr)
 
 
 def start_embedding_server(sup: Supervisor, port: int, name: str = "embeddings") -> None:

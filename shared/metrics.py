@@ -39,7 +39,7 @@ FIRST_TOKEN = Histogram("assistant_first_token_seconds", "Time from task start t
 ANSWER = Histogram("assistant_answer_seconds", "Time from task start to the final frame",
                    buckets=(0.5, 1, 2, 4, 8, 15, 30, 60, 90, 120, 180))
 CHECK_FLAGS = Counter("assistant_check_flags", "Answers a check flagged (citations, numbers, "
-                      "quotes, source_paths)", ["check"])
+                      "quotes, source_paths, prompt_echo, repeat)", ["check"])
 TOOL_CALLS = Counter("assistant_tool_calls", "Tool calls made by agent turns", ["tool", "result"])
 REBUILDS = Counter("assistant_rebuilds", "Corpus rebuilds by result (built, unchanged, "
                    "skipped, failed)", ["result"])

@@ -11,6 +11,7 @@ import pytest
 from shared.passage import Passage
 from shared.turn_request import Message, ProjectBlock, TurnRequest
 from worker.pipeline.echo import INSTRUCTION_FILES, check_echo, instruction_lines, split_project
+from worker.pipeline.fusion import fuse
 from worker.pipeline.prompt import build_messages, prompt_text
 from worker.pipeline.repeat import check_repeat
 from worker.pipeline.turn import run_checks, sources_of
@@ -173,12 +174,25 @@ def test_repeat_names_the_most_similar_earlier_answer() -> None:
 
 
 def test_weak_matches_are_labelled_in_the_sources() -> None:
+    en, cs = WEAK_BELOW["en"], WEAK_BELOW["cs"]
     r = Retrieval(tuple(Passage(f"p{i}", "docs/a.md", "A", "# A", "en", "t", "t", False, s)
-                        for i, s in enumerate((1.0, WEAK_BELOW, WEAK_BELOW - 0.01), start=1)),
+                        for i, s in enumerate((1.0, en, en - 0.01, cs - 0.01), start=1)),
                   "v1", "q")
-    assert [s["weak"] for s in sources_of(r)] == [False, False, True]
+    assert [s["weak"] for s in sources_of(r)] == [False, False, True, True]
+    # A Czech question's threshold is its own (more rankings spread the scores).
+    assert [s["weak"] for s in sources_of(r, language="cs")] == [False, False, False, True]
     assert not all_weak(r)
-    assert all_weak(Retrieval(r.passages[2:], "v1", "q")) and all_weak(Retrieval((), "v1", "q"))
+    assert all_weak(Retrieval(r.passages[2:], "v1", "q"))
+    assert not all_weak(Retrieval(r.passages[2:], "v1", "q"), "cs")
+    assert all_weak(Retrieval((), "v1", "q"))
     # One ranking alone gives raw scores, not shares: nothing is labelled weak then.
-    assert not is_weak(0.01, "dense") and not is_weak(0.01, "bm25")
-    assert [s["weak"] for s in sources_of(r, mode="dense")] == [False, False, False]
+    assert not is_weak(0.01, "en", "dense") and not is_weak(0.01, "en", "bm25")
+    assert [s["weak"] for s in sources_of(r, mode="dense")] == [False] * 4
+
+
+def test_a_fused_score_is_a_share_of_the_best_possible() -> None:
+    a = [("x", 0.9), ("y", 0.8)]
+    b = [("x", 9.0), ("z", 1.0)]
+    fused = dict(fuse([a, b]))
+    assert fused["x"] == 1.0 and fused["y"] == fused["z"] == pytest.approx((1 / 62) / (2 / 61))
+    assert dict(fuse([a], weights=[2.0]))["x"] == 1.0

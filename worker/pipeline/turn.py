@@ -70,8 +70,8 @@ class TurnDeps:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid"
-               ) -> list[dict[str, Any]]:
+def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
+               language: str = "en") -> list[dict[str, Any]]:
     """The source list of the done frame, numbered as the model saw the passages."""
     out = []
     for n, p in enumerate(retrieval.passages, start=1):
@@ -80,7 +80,7 @@ def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid"
                     "score": p.score, "source": p.source, "local": p.local,
                     "url": link_for(manifest, p.source, p.section, p.local),
                     # A match too weak to be support: shown labelled, never as a plain source.
-                    "weak": is_weak(p.score, mode)})
+                    "weak": is_weak(p.score, language, mode)})
     return out
 
 
@@ -158,7 +158,7 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     with emit.step("prompt"):
         messages = build_messages(req.message, req.history, retrieval, lang,
                                   project.text if project else None, structured,
-                                  weak=all_weak(retrieval, s.retrieval_mode))
+                                  weak=all_weak(retrieval, lang, s.retrieval_mode))
     answer = _generate(req, deps, emit, trace, messages, first_token_deadline, structured)
     form: dict[str, Any] = {}
     if structured:
@@ -199,7 +199,7 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     answer_lang = detect_language(answer.text)
     emit.done(
         answer=shown,
-        sources=sources_of(retrieval, s.corpus_manifest, s.retrieval_mode)
+        sources=sources_of(retrieval, s.corpus_manifest, s.retrieval_mode, lang)
         if s.show_sources else [],
         checks=checks,
         usage=trace.usage,
