@@ -444,6 +444,84 @@ def test_czech_interface_and_czech_language_line(scripted_stack: Stack, scripted
 
 
 @pytest.mark.browser
+def test_a_repeated_answer_and_a_prompt_echo_are_warned_in_english_and_czech(
+        scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
+    """Issue 24: the tiny model copied its first answer into every later one, and echoed the
+    prompt's markup; the server's checks flag both and the panel warns in orange."""
+    first = ("The assistant searches the documentation by meaning and by words, and the "
+             "answer cites the passages it used [1].")
+    set_script(scripted_llm, [first])
+    p = panel_factory(scripted_stack)
+    p.ask("How does the search work?")
+    p.wait_done()
+    assert p.page.locator(f"{LAST_TURN} .ba-warning").count() == 0
+    set_script(scripted_llm, [first])
+    p.ask("What is the capital of France?")
+    p.page.wait_for_function("() => document.querySelectorAll('.ba-turn').length === 2")
+    p.wait_done()
+    assert p.last_done()["checks"]["repeat"]["valid"] is False
+    warning = p.page.locator(f"{LAST_TURN} .ba-warning")
+    assert "repeats an earlier answer of this conversation" in warning.inner_text()
+    assert warning.evaluate("n => getComputedStyle(n).borderLeftColor") == "rgb(224, 123, 0)"
+
+    set_script(scripted_llm, ["<passage>\nVyhledávání\n</passage> Cite only numbers of ",
+                              "passages given below."])
+    cs = panel_factory(scripted_stack, query="?lang=cs")
+    cs.ask("Jak funguje vyhledávání v dokumentaci?", label="Váš dotaz", button="Zeptat se")
+    cs.wait_done()
+    assert cs.last_done()["checks"]["prompt_echo"]["valid"] is False
+    text = cs.page.locator(f"{LAST_TURN} .ba-warning").inner_text()
+    assert "Ověřte prosím" in text and "opakuje pokyny asistenta" in text
+    assert not p.errors and not cs.errors
+
+
+@pytest.mark.browser
+def test_weak_matches_are_labelled_and_warned_on_a_scripted_socket(
+        scripted_stack: Stack, panel_factory: Any) -> None:
+    """A done frame whose every source is a weak match: each wears the badge, and the
+    warning says the documentation has no close match (one close match: no warning)."""
+    p = panel_factory(scripted_stack)
+    page = p.page
+    turn = "e" * 32
+    weak = [True, True]
+
+    def on_socket(ws: Any) -> None:
+        def on_message(message: str | bytes) -> None:
+            if json.loads(message)["type"] != "ask":
+                return
+            sources = [{"n": n, "title": f"Page {n}", "section": f"Page {n} > Part",
+                        "excerpt": "Text.", "score": 0.5, "source": f"docs/{n}.md",
+                        "local": False, "url": None, "weak": w}
+                       for n, w in enumerate(weak, start=1)]
+            for seq, f in enumerate(({"type": "accepted"},
+                                     {"type": "token", "text": "Not in the documentation."},
+                                     {"type": "done", "answer": "Not in the documentation.",
+                                      "sources": sources, "checks": {
+                                          "citations": {"valid": True, "cited": [],
+                                                        "invalid": []},
+                                          "numbers": {"valid": True, "unconfirmed": [],
+                                                      "checked": 0}},
+                                      "usage": {}, "timing": {"total_ms": 5.0}, "index": "v1",
+                                      "language": "en"})):
+                ws.send(json.dumps({"turn": turn, "seq": seq, **f}))
+
+        ws.on_message(on_message)
+
+    page.route_web_socket(re.compile(r".*/api/v1/assistant/ws.*"), on_socket)
+    p.ask("What is the capital of France?")
+    p.wait_done()
+    badges = page.locator(f"{LAST_TURN} .ba-badge-weak")
+    assert badges.count() == 2 and badges.first.inner_text() == "weak match"
+    assert "no close match" in page.locator(f"{LAST_TURN} .ba-warning").inner_text()
+    weak[0] = False
+    p.ask("And BeCoMe?")
+    p.wait_done()
+    assert page.locator(f"{LAST_TURN} .ba-badge-weak").count() == 1
+    assert page.locator(f"{LAST_TURN} .ba-warning").count() == 0
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_language_defaults_to_the_browsers(scripted_stack: Stack, panel_factory: Any) -> None:
     cs = panel_factory(scripted_stack, locale="cs-CZ")
     assert cs.page.inner_text("#ba-ask") == "Zeptat se"
