@@ -92,10 +92,10 @@ def test_feedback_travels_by_turn_id_and_lands_on_the_trace(scripted_stack: Stac
     thread = _capture_task_events(scripted_stack.env["ASSISTANT_REDIS_URL"], stop, events)
     time.sleep(1.5)  # the receiver's queue is bound before the task is sent
     comment = "too short, handoff-fb-8812"
-    status, _ = http_json("POST", scripted_stack.base_url + "/api/v1/assistant/feedback",
-                          {"turn": done["turn"], "rating": "down", "comment": f" {comment} "},
-                          headers={"Authorization": f"Bearer {token}"})
-    assert status == 202
+    status, body = http_json("POST", scripted_stack.base_url + "/api/v1/assistant/feedback",
+                             {"turn": done["turn"], "rating": "down", "comment": f" {comment} "},
+                             headers={"Authorization": f"Bearer {token}"})
+    assert (status, body) == (202, {"ok": True})
     key = keys.turn_feedback(done["turn"])
     client = redis_client(scripted_stack.settings)
     # The worker reads the stored rating by turn id, puts it on the trace, then drops it.
@@ -107,6 +107,7 @@ def test_feedback_travels_by_turn_id_and_lands_on_the_trace(scripted_stack: Stac
     assert trace_row(scripted_stack, done["turn"], "feedback, feedback_comment") == (-1, comment)
     sent = [e for e in events if e.get("type") == "task-sent" and e.get("name") == FEEDBACK_TASK]
     assert sent, f"no feedback task-sent event among {len(events)}"
+    assert {e.get("queue") for e in sent} == {"feedback"}, "ratings never wait among turns"
     assert sent[-1]["args"] == repr((done["turn"],)), sent[-1]
     for e in events:
         assert comment not in json.dumps(e, default=str), e

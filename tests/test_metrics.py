@@ -48,11 +48,23 @@ def scrape(url: str) -> str:
         return resp.read().decode()
 
 
-def value(text: str, sample: str) -> float:
-    """The value of one sample line (name with labels, exactly as exposed)."""
+def value(text: str, sample: str, default: float | None = None) -> float:
+    """The value of one sample line (name with labels, exactly as exposed); default when the
+    series is not there yet (a labelled counter appears with its first increment)."""
     m = re.search(rf"^{re.escape(sample)} ([0-9.e+]+)$", text, re.M)
+    if m is None and default is not None:
+        return default
     assert m, f"{sample} not in metrics"
     return float(m.group(1))
+
+
+def counters(s: Stack, samples: dict[str, str]) -> dict[str, float]:
+    """The current values of counters (0 for a series not yet there), by name; samples maps
+    a name to 'web:<sample>' or 'worker:<sample>'."""
+    web = scrape(s.base_url + "/metrics")
+    worker = scrape(f"http://127.0.0.1:{WORKER_METRICS}/metrics")
+    return {name: value(web if where == "web" else worker, sample, 0.0)
+            for name, (where, sample) in ((n, v.split(":", 1)) for n, v in samples.items())}
 
 
 def ask(s: Stack) -> dict:  # type: ignore[type-arg]
@@ -67,36 +79,48 @@ def ask(s: Stack) -> dict:  # type: ignore[type-arg]
         ws.close()
 
 
+TURN_COUNTERS = {
+    "accepted": 'web:assistant_turn_starts_total{result="accepted"}',
+    "done": 'worker:assistant_turns_total{code="",outcome="done"}',
+    "first_token": "worker:assistant_first_token_seconds_count",
+    "answer": "worker:assistant_answer_seconds_count",
+    "citation_flags": 'worker:assistant_check_flags_total{check="citations"}',
+}
+
+
 def test_a_turn_is_counted_on_the_web_tier_and_the_worker(metrics_stack: Stack,
                                                            scripted_llm: str) -> None:
+    # Counted as differences: the other tests of this file ask on the same stack, in any order.
+    before = counters(metrics_stack, TURN_COUNTERS)
     set_script(scripted_llm, ["Scripted answer [9]."])  # [9]: a citation the check flags
-    assert ask(metrics_stack)["type"] == "done"
+    done = ask(metrics_stack)
+    assert done["type"] == "done" and done["answer"] == "Scripted answer [9].", done
+    assert wait_for(lambda: counters(metrics_stack, TURN_COUNTERS)["done"] > before["done"], 5)
+    after = counters(metrics_stack, TURN_COUNTERS)
+    assert {k: after[k] - before[k] for k in TURN_COUNTERS} == dict.fromkeys(TURN_COUNTERS, 1)
     web = scrape(metrics_stack.base_url + "/metrics")
-    assert value(web, 'assistant_turn_starts_total{result="accepted"}') == 1
     assert value(web, 'assistant_queue_depth{queue="turns"}') == 0
+    assert value(web, 'assistant_queue_depth{queue="feedback"}') == 0
     assert value(web, "assistant_inflight_slots") == 0
     assert value(web, "assistant_redis_up") == 1
     # The server notices the closed socket a moment later.
     assert wait_for(lambda: value(scrape(metrics_stack.base_url + "/metrics"),
                                   "assistant_open_sockets") == 0, 5)
     worker = scrape(f"http://127.0.0.1:{WORKER_METRICS}/metrics")
-    assert value(worker, 'assistant_turns_total{code="",outcome="done"}') == 1
-    assert value(worker, "assistant_first_token_seconds_count") == 1
-    assert value(worker, "assistant_answer_seconds_count") == 1
-    assert value(worker, 'assistant_check_flags_total{check="citations"}') == 1
     assert "assistant_rebuilds_total" in worker and "assistant_tool_calls_total" in worker
 
 
 def test_feedback_is_counted_by_rating(metrics_stack: Stack, scripted_llm: str) -> None:
+    sample = 'web:assistant_feedback_total{rating="down"}'
+    before = counters(metrics_stack, {"down": sample})["down"]
     set_script(scripted_llm, ["Scripted answer [1]."])
     done = ask(metrics_stack)
-    status, _ = http_json("POST", metrics_stack.base_url + "/api/v1/assistant/feedback",
-                          {"turn": done["turn"], "rating": "down", "comment": "too short"},
-                          headers={"Authorization": f"Bearer {app_token(metrics_stack)}"})
-    assert status == 202
-    web = scrape(metrics_stack.base_url + "/metrics")
-    assert value(web, 'assistant_feedback_total{rating="down"}') == 1
-    assert "too short" not in web
+    status, body = http_json("POST", metrics_stack.base_url + "/api/v1/assistant/feedback",
+                             {"turn": done["turn"], "rating": "down", "comment": "too short"},
+                             headers={"Authorization": f"Bearer {app_token(metrics_stack)}"})
+    assert (status, body) == (202, {"ok": True})
+    assert counters(metrics_stack, {"down": sample})["down"] - before == 1
+    assert "too short" not in scrape(metrics_stack.base_url + "/metrics")
 
 
 def test_production_serves_metrics_to_a_direct_loopback_scrape_only(

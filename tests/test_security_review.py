@@ -244,20 +244,41 @@ def test_item6_celery_task_events_carry_the_turn_id_never_the_payload(
 def test_item8_turns_queued_while_no_worker_runs_expire_unanswered(
         item8_stack: Stack, scripted_llm: str) -> None:
     from assistant_cli.client import stream_turn
-    from tests.conftest import set_script, start_worker
+    from tests.conftest import set_script, start_worker, wait_for
 
     set_script(scripted_llm, ["Late [1]."])
     worker = next(p for p in item8_stack.sup.procs if p.name == "item8-worker")
     item8_stack.sup.stop(worker)
+    events: list[dict[str, Any]] = []
+    stop = threading.Event()
+    thread = _capture_task_events(item8_stack.env["ASSISTANT_REDIS_URL"], stop, events)
     marker = "item8-nobody-waits"
-    for i in range(3):  # each client goes away at once: nobody waits for these turns
-        for frame in stream_turn(item8_stack.base_url, app_token(item8_stack, f"item8-{i}"),
-                                 f"{marker} {i}: how does the search work?"):
-            assert frame["type"] == "accepted"
-            break
-    time.sleep(4)  # past the first-token limit
-    start_worker(item8_stack.sup, "item8", item8_stack.env)
-    time.sleep(8)  # the worker has long taken the queued tasks
+    queued = []
+    try:
+        for i in range(3):  # each client goes away at once: nobody waits for these turns
+            for frame in stream_turn(item8_stack.base_url, app_token(item8_stack, f"item8-{i}"),
+                                     f"{marker} {i}: how does the search work?"):
+                assert frame["type"] == "accepted"
+                queued.append(frame["turn"])
+                break
+        time.sleep(4)  # past the first-token limit
+        start_worker(item8_stack.sup, "item8", item8_stack.env)
+        # A turn asked now is answered: the worker has taken the queue, the three before it.
+        set_script(scripted_llm, ["Fresh [1]."])
+        _, fresh = ask(item8_stack.base_url, app_token(item8_stack, "item8-fresh"),
+                       "How does the search work?", timeout_s=30)
+        assert fresh["type"] == "done" and fresh["answer"] == "Fresh [1].", fresh
+
+        def expired() -> set[str]:
+            return {e.get("uuid") for e in list(events)
+                    if e.get("type") == "task-revoked" and e.get("expired")}
+
+        # Each of the three was dropped by the worker as expired, not run, not lost.
+        assert wait_for(lambda: set(queued) <= expired(), 10), (queued, expired())
+    finally:
+        stop.set()
+        thread.join(10)
+        record_events(events)
     _, requests = http_json("GET", f"{scripted_llm}/_requests")
     called = [r for r in requests if marker in json.dumps(r)]
     assert not called, f"{len(called)} model calls for turns nobody waited for"
@@ -267,8 +288,14 @@ def test_item3_healthz_is_up_down_for_the_public_and_rate_limited(item8_stack: S
     status, body = http_json("GET", f"{item8_stack.base_url}/healthz")
     assert status in (200, 503) and set(body) == {"ok", "status"}, body
     assert body["status"] == ("up" if body["ok"] else "down")
-    statuses = [http_json("GET", f"{item8_stack.base_url}/healthz")[0] for _ in range(6)]
+    replies = [http_json("GET", f"{item8_stack.base_url}/healthz") for _ in range(6)]
+    statuses = [r[0] for r in replies]
     assert 429 in statuses, statuses
+    first = statuses.index(429)
+    assert statuses[first:] == [429] * (6 - first), "once refused, refused for the minute"
+    assert replies[first][1]["error"]["message"].startswith(
+        "Too many requests from your address (5 in the last minute)."), replies[first]
+    assert all(set(b) == {"ok", "status"} for c, b in replies[:first]), replies[:first]
 
 
 def test_item3_healthz_detail_for_trusted_callers_is_cached(scripted_stack: Stack) -> None:

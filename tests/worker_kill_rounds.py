@@ -55,8 +55,12 @@ def kill_round(stack: Stack, scripted: str, n: int) -> tuple[str, float]:
     text = ""
     for f in frames:
         text = "" if f["type"] == "restart" else text + f.get("text", "")
-    ok = any(f["type"] == "restart" for f in frames) and text == last["answer"]
-    return ("complete after re-run" if ok else "done but text differs"), took
+    if text != last["answer"]:
+        return "done but text differs", took
+    if last["answer"] != "".join(CHUNKS):
+        return "done but not the scripted answer", took
+    ok = any(f["type"] == "restart" for f in frames)
+    return ("complete after re-run" if ok else "done without a re-run"), took
 
 
 def run(stack: Stack, scripted: str, rounds: int) -> Counter[str]:
