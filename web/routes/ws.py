@@ -243,8 +243,10 @@ class Session:
 
     def renew_place(self) -> None:
         """Renew the socket's lease under the caps every third of the lease."""
+        if self.place is None:
+            return
         leases = socket_leases(self.settings)
-        if self.place is None or time.monotonic() - self._renewed < leases.renew_every_s:
+        if time.monotonic() - self._renewed < leases.renew_every_s:
             return
         self._renewed = time.monotonic()
         leases.renew(self.place.user, self.place.bucket, self.place.socket_id)
