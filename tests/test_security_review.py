@@ -12,6 +12,7 @@ import pytest
 from simple_websocket import Client
 
 from assistant_cli.client import ask, http_json, ws_url
+from shared.project_grounding import project_grounding
 from tests.bad_inputs import SLOW_REGEX_UNITS
 from tests.conftest import Stack
 from tests.wsutil import app_token, get_ticket
@@ -38,7 +39,7 @@ CLEANING_STEPS: dict[str, Callable[[str], object]] = {
     "uuid": lambda t: pc._UUID.sub("(id removed)", t),
     "whitespace": lambda t: pc._WHITESPACE.sub(" ", t),
     "clean_text": lambda t: pc.clean_text(t, pc.LIMIT_DESCRIPTION),
-    "grounding": pc.grounding_numbers,
+    "grounding": project_grounding,
 }
 
 
