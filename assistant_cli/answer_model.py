@@ -4,6 +4,7 @@ format and a context that holds the longest prompt the settings allow."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -59,7 +60,16 @@ def chars_per_token(path: Path) -> float:
     """Characters per token of the model's own tokenizer on the sample (vocabulary only)."""
     from llama_cpp import Llama
 
-    vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    # llama.cpp's C code writes a context warning to fd 2 even with verbose off: not for the
+    # banner's reader.
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
     text = _SAMPLE * 8
     return len(text) / max(1, len(vocab.tokenize(text.encode("utf-8"), add_bos=False)))
 

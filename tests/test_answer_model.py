@@ -170,3 +170,52 @@ def test_answer_gguf_is_served_for_the_answer_role_and_a_turn_reports_it(
 def test_a_port_serving_another_model_is_not_reused(gguf_server: stack.Supervisor) -> None:
     with pytest.raises(stack.StackError, match="already serves gemma-3-270m-q4_k_m"):
         stack.start_chat_server(stack.Supervisor(VAR / "log" / "gguf"), GGUF_PORT)
+
+
+def recipes() -> dict[str, dict[str, str]]:
+    """The `export ASSISTANT_...=...` lines of each recipe in docs/models.md."""
+    import re
+
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
+    out: dict[str, dict[str, str]] = {}
+    for part in re.split(r"^## Recipe \d+: ", text, flags=re.M)[1:]:
+        name = part.splitlines()[0]
+        out[name] = dict(re.findall(r"^export (ASSISTANT_\w+)=(\S+)", part, re.M))
+    return out
+
+
+def test_every_recipe_in_docs_models_sets_variables_the_settings_read() -> None:
+    found = recipes()
+    assert len(found) == 4, list(found)
+    base = {k: v for k, v in TEST_ENV.items() if "LLM" not in k and "ANSWER" not in k}
+    for name, env in found.items():
+        if not env:
+            continue  # the GGUF recipe passes one variable on the command line
+        s = settings_from_env({**base, **env})
+        assert s.answer.model == env["ASSISTANT_ANSWER_LLM_MODEL"], name
+        assert s.answer.base_url == env["ASSISTANT_ANSWER_LLM_BASE_URL"].rstrip("/"), name
+        assert s.answer.provider == env["ASSISTANT_ANSWER_PROVIDER"], name
+        assert s.translation.model == env["ASSISTANT_LLM_MODEL"], name
+        assert s.translation.base_url == env["ASSISTANT_LLM_BASE_URL"], name
+        assert not s.bundled_answer, name
+    hosted = settings_from_env({**base, **found["a hosted OpenAI-compatible provider (the "
+                                               "reference deployment: OVH AI Endpoints)"]})
+    assert hosted.reasoning_effort == "none" and hosted.answer.key_for_request != "local-no-key"
+    assert hosted.translates, "a hosted translation role translates Czech questions"
+    ollama = settings_from_env({**base, **found["Ollama"]})
+    assert ollama.answer.key_for_request == "local-no-key" and ollama.fewshot_translates
+
+
+def test_make_run_passes_answer_gguf_to_run() -> None:
+    import subprocess
+
+    from tests.conftest import REPO
+
+    out = subprocess.run(["make", "-n", "run", "ANSWER_GGUF=/models/m.gguf"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60).stdout
+    assert 'ASSISTANT_ANSWER_GGUF="/models/m.gguf"' in out and "become-assistant run" in out
+    plain = subprocess.run(["make", "-n", "run"], cwd=REPO, capture_output=True, text=True,
+                           timeout=60).stdout
+    assert "ASSISTANT_ANSWER_GGUF" not in plain
