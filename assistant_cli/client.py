@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simple_websocket import Client, ConnectionClosed
+from simple_websocket import ConnectionError as HandshakeRefused
 
 
 class ClientError(RuntimeError):
@@ -58,29 +59,76 @@ def ws_url(base_url: str, ticket: str) -> str:
     return f"{scheme}://{base_url.split('://', 1)[1]}/api/v1/assistant/ws?ticket={ticket}"
 
 
+RESTART_CLOSE = 1012  # the server process is stopping (web/drain.py): resume at once
+MAX_RESUMES = 5
+
+
 def stream_turn(base_url: str, app_token: str, message: str,
                 history: list[dict[str, str]] | None = None, project_id: str | None = None,
                 timeout_s: float = 300, headers: dict[str, str] | None = None
                 ) -> Iterator[dict[str, Any]]:
-    """Yield every frame of one turn, ending with its terminal frame."""
-    ws = Client.connect(ws_url(base_url, get_ticket(base_url, app_token)), headers=headers)
+    """Yield every frame of one turn, ending with its terminal frame.
+
+    When the server closes the socket because its process stops (close code 1012), a new
+    socket resumes the turn after the last seq seen, at once (behind a proxy it reaches
+    another web process); each frame is yielded once.
+    """
+    deadline = time.monotonic() + timeout_s
+    first: dict[str, Any] = {"type": "ask", "message": message, "history": history or [],
+                             "project_id": project_id}
+    turn: str | None = None
+    last = -1
+    for _ in range(MAX_RESUMES + 1):
+        ws = _connect(base_url, app_token, headers, deadline, resuming=turn is not None)
+        try:
+            ws.send(json.dumps(first))
+            while time.monotonic() < deadline:
+                raw = ws.receive(timeout=max(0.1, deadline - time.monotonic()))
+                if raw is None:
+                    continue
+                frame = json.loads(raw)
+                seq = frame.get("seq")
+                if isinstance(seq, int):
+                    if seq <= last:
+                        continue  # a resume repeats what was seen
+                    last = seq
+                if frame.get("type") == "accepted":
+                    turn = frame.get("turn")
+                yield frame
+                if frame.get("type") in ("done", "error"):
+                    return
+            raise ClientError("no answer in time")
+        except ConnectionClosed:
+            if ws.close_reason != RESTART_CLOSE or turn is None:
+                raise ClientError("the connection closed before the answer ended") from None
+            first = {"type": "resume", "turn": turn, "after": last}
+        finally:
+            _close(ws)
+    raise ClientError("the server kept restarting; the answer did not end")
+
+
+def _close(ws: Any) -> None:
+    """Close a socket (simple-websocket raises on one the server has closed already)."""
     try:
-        ws.send(json.dumps({"type": "ask", "message": message, "history": history or [],
-                            "project_id": project_id}))
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            raw = ws.receive(timeout=max(0.1, deadline - time.monotonic()))
-            if raw is None:
-                continue
-            frame = json.loads(raw)
-            yield frame
-            if frame.get("type") in ("done", "error"):
-                return
-        raise ClientError("no answer in time")
-    except ConnectionClosed:
-        raise ClientError("the connection closed before the answer ended") from None
-    finally:
         ws.close()
+    except ConnectionClosed:
+        pass
+
+
+def _connect(base_url: str, app_token: str, headers: dict[str, str] | None, deadline: float,
+             resuming: bool) -> Any:
+    """A ticketed socket; while resuming, retried for a few seconds (the restarting process
+    may be the only one behind base_url until its replacement listens)."""
+    give_up = min(deadline, time.monotonic() + 15) if resuming else 0.0
+    while True:
+        try:
+            return Client.connect(ws_url(base_url, get_ticket(base_url, app_token)),
+                                  headers=headers)
+        except (ClientError, OSError, HandshakeRefused) as exc:
+            if time.monotonic() >= give_up or (isinstance(exc, ClientError)
+                                                and exc.code is not None and exc.code < 500):
+                raise
+            time.sleep(0.2)
 
 
 def ask(base_url: str, app_token: str, message: str,

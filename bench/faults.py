@@ -6,12 +6,19 @@ with a plain message within LIMIT_S.
 
 Run: BA_TEST_PORT_OFFSET=800 .venv/bin/python -m bench.faults --rounds 10 [--only NAME ...]
 (names: FAULTS in tests/fault_rounds.py; worker SIGKILL rounds: bench/worker_kill.py).
+The rolling upgrade goes from a checkout of the previous release and back, e.g.
+  git worktree add --detach /tmp/old-release <commit> &&
+  .venv/bin/python -m bench.faults --only rollout --rounds 1 --old-release /tmp/old-release
+(without --old-release it restarts this release the same way).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+from pathlib import Path
 
+from tests import fault_rounds
 from tests.fault_rounds import FAULTS, SHORT, fault_stack, run
 
 
@@ -23,7 +30,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--swap-rounds", type=int, default=1)
     ap.add_argument("--only", nargs="*", default=None, help=" ".join(SHORT))
+    ap.add_argument("--old-release", type=Path, default=None,
+                    help="a checkout of the previous release, for the rolling upgrade")
+    ap.add_argument("--rollout-turns", type=int, default=50)
     args = ap.parse_args()
+    FAULTS[SHORT["rollout"]] = functools.partial(
+        fault_rounds.r_rollout, old=args.old_release, min_turns=args.rollout_turns)
     names = [SHORT[s] for s in args.only] if args.only else list(FAULTS)
     rows = []
     with conftest.bench_services() as (services, scripted), fault_stack(services,

@@ -6,8 +6,18 @@ travels in Celery task arguments. The worker reads it once (worker/tasks.py) and
 `language` (the question's language is detected once, by the web tier). Nothing here is a secret:
 no token, no ticket, only the hashed user.
 
-A payload of another version, or of an unknown shape, is refused with ContractError, which names
-what is wrong: a web tier and a worker of different releases fail loudly, never half-read a turn.
+Across a rolling upgrade a web tier and workers of two consecutive releases run together, so
+the shape only grows within a version: a release may add a field only as an optional one
+whose absence means what the release before did (e.g. a ProjectBlock's `figures`). A reader
+ignores fields it does not know, at the top and inside `project` and `history` items, and
+fills an absent optional field with its default; it refuses only a missing required field,
+a wrong type, or a version outside READS. The fields of version 1 as first released are all
+always written, because the release before this rule (which refused any unknown or missing
+field) reads nothing less; an added optional field is written only when it carries something,
+so such a reader still reads every turn that does not use it. A change an older reader cannot
+ignore is a new VERSION: its release reads both and writes the old one, the release after it
+writes the new one, and CHANGES.md says so (docs/operations.md, "Rolling upgrades").
+A refused payload raises ContractError, which names the version or field at fault.
 """
 
 from __future__ import annotations
@@ -22,7 +32,8 @@ from typing import Any
 from shared.config import MODES
 from shared.errors import Unavailable
 
-VERSION = 1
+VERSION = 1  # what this release writes
+READS = frozenset({1})  # the versions this release reads
 # A leading minus only where it cannot be a hyphen inside a word such as "COVID-19".
 _NUMBER = re.compile(r"(?:(?<![^\s(:;,])-)?\d+(?:\.\d+)?")
 
@@ -107,33 +118,30 @@ class TurnRequest:
         if not isinstance(data, dict):
             raise ContractError("turn request: not a JSON object")
         version = data.get("version")
-        if version != VERSION:
+        if type(version) is not int or version not in READS:
             raise ContractError(f"turn request version {version!r} is not supported "
-                                f"(this release reads version {VERSION})")
-        unknown = set(data) - _FIELDS
-        missing = _FIELDS - set(data)
-        if unknown or missing:
-            raise ContractError(f"turn request v{VERSION}: unknown fields {sorted(unknown)}, "
-                                f"missing fields {sorted(missing)}")
+                                f"(this release reads version {_versions(READS)})")
+        missing = _REQUIRED - set(data)
+        if missing:
+            raise ContractError(f"turn request v{version}: missing fields {sorted(missing)}")
         mode = _str(data, "mode")
         if mode not in MODES:
             raise ContractError(f"turn request: mode {mode!r} is not one of {MODES}")
-        history = data["history"]
+        history = data.get("history", [])
         if not isinstance(history, list) or not all(
-                isinstance(m, dict) and set(m) == {"role", "content"}
-                and m["role"] in ("user", "assistant") and isinstance(m["content"], str)
-                for m in history):
+                isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                and isinstance(m.get("content"), str) for m in history):
             raise ContractError("turn request: history must be a list of {role, content}")
-        project_id = data["project_id"]
+        project_id = data.get("project_id")
         if project_id is not None and not isinstance(project_id, str):
             raise ContractError("turn request: project_id must be a string or null")
-        tool_data = data["tool_data"]
+        tool_data = data.get("tool_data")
         if tool_data is not None and not isinstance(tool_data, dict):
             raise ContractError("turn request: tool_data must be an object or null")
         return cls(turn=_str(data, "turn"), user=_str(data, "user"),
                    message=_str(data, "message"), language=_str(data, "language"), mode=mode,
                    history=tuple(Message(m["role"], m["content"]) for m in history),
-                   project_id=project_id, project=_project(data["project"]),
+                   project_id=project_id, project=_project(data.get("project")),
                    tool_data=tool_data)
 
     @classmethod
@@ -146,8 +154,12 @@ class TurnRequest:
         return cls.from_json(data)
 
 
-_FIELDS = frozenset(TurnRequest(turn="", user="", message="", language="", mode="")
-                    .to_json())
+# What a reader cannot do without; every other field is optional (absent: its default).
+_REQUIRED = frozenset({"version", "turn", "user", "message", "language", "mode"})
+
+
+def _versions(versions: frozenset[int]) -> str:
+    return " or ".join(str(v) for v in sorted(versions))
 
 
 def _str(data: dict[str, Any], name: str) -> str:
@@ -160,9 +172,9 @@ def _str(data: dict[str, Any], name: str) -> str:
 def _project(value: Any) -> ProjectBlock | None:
     if value is None:
         return None
-    if not isinstance(value, dict) or set(value) != {"text", "grounding", "read_ms"}:
-        raise ContractError("turn request: project must be {text, grounding, read_ms} or null")
-    text, grounding, read_ms = value["text"], value["grounding"], value["read_ms"]
+    if not isinstance(value, dict) or not {"text", "grounding"} <= set(value):
+        raise ContractError("turn request: project must be {text, grounding, ...} or null")
+    text, grounding, read_ms = value["text"], value["grounding"], value.get("read_ms")
     if not isinstance(text, str) or not isinstance(grounding, list) or not all(
             isinstance(n, str) for n in grounding):
         raise ContractError("turn request: project text and grounding must be strings")

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -29,23 +30,30 @@ from typing import Any
 from simple_websocket import Client, ConnectionClosed
 
 from assistant_cli import stack
-from assistant_cli.client import ws_url
+from assistant_cli.client import RESTART_CLOSE, ws_url
 from assistant_cli.run import Plan, start_processes
+from shared import turns
 from shared.config import settings_from_env
+from shared.redis_client import redis_client
 from tests.conftest import (
     EMBED_PORT,
     PG_PORT,
+    REPO,
     VAR,
     Stack,
     port,
     scripted_roles,
     set_script,
     stack_env,
+    start_worker,
 )
 from tests.wsutil import app_token, get_ticket
 
 LIMIT_S = 30.0  # the longest a client may wait for the final frame after a fault
-FIRST_TOKEN_S, ANSWER_S = 4, 10  # the fault stack's time limits (short, so rounds are short)
+# The fault stack's time limits (short, so rounds are short). The first-token limit leaves
+# room for retrieval on a loaded machine: at 4 s, turns with no fault ended in 504 under the
+# load of eight test sessions on two cores.
+FIRST_TOKEN_S, ANSWER_S = 8, 12
 REDIS_PORT = port(7390)  # the fault stack's own Redis: restarting it touches nobody else
 CHUNKS = [f"w{i} " for i in range(40)] + ["end [1]."]
 EXPECTED = "".join(CHUNKS)
@@ -72,21 +80,25 @@ class Result:
     outcome: str
     took: float
     message: str = ""
+    closes: tuple[int, ...] = ()  # the close codes of the sockets the server closed
 
 
-def _connect(url: str, token: str, deadline: float) -> Any:
-    """A socket on url, retried until deadline (the web tier or Redis may be coming back)."""
+def _connect(urls: list[str], first: int, token: str, deadline: float) -> tuple[Any, int]:
+    """A socket on urls[first], else the next one, retried until deadline (a web server or
+    Redis may be coming back); the socket and the index of the address it reached."""
+    i = first
     while True:
         try:
-            return Client.connect(ws_url(url, get_ticket(url, token)))
+            return Client.connect(ws_url(urls[i], get_ticket(urls[i], token))), i
         except Exception:  # noqa: BLE001 - any failure to connect is retried until the deadline
             if time.monotonic() > deadline:
                 raise
+            i = (i + 1) % len(urls)
             time.sleep(0.3)
 
 
 def ask(fs: FaultStack, message: str, inject: Callable[[list[dict[str, Any]]], None] | None,
-        at_tokens: int = 3, expected: str | None = EXPECTED) -> Result:
+        at_tokens: int = 3, expected: str | None = EXPECTED, first_url: int = 0) -> Result:
     """One turn; inject the fault after at_tokens tokens (None: before asking); classify."""
     token = app_token(fs.stack, f"fault-{os.getpid()}")
     start = time.monotonic()
@@ -96,8 +108,9 @@ def ask(fs: FaultStack, message: str, inject: Callable[[list[dict[str, Any]]], N
         inject(frames)  # the fault is in place before the question: time from the ask
         start = injected = time.monotonic()
     hard_deadline = injected + LIMIT_S + 10
-    url_i, resumes = 0, 0
-    ws = _connect(fs.urls[url_i], token, hard_deadline)
+    url_i, resumes = first_url % len(fs.urls), 0
+    closes: list[int] = []
+    ws, url_i = _connect(fs.urls, url_i, token, hard_deadline)
     ws.send(json.dumps({"type": "ask", "message": message}))
     fired = inject is None or at_tokens == 0
     try:
@@ -108,14 +121,15 @@ def ask(fs: FaultStack, message: str, inject: Callable[[list[dict[str, Any]]], N
             try:
                 raw = ws.receive(timeout=left)
             except ConnectionClosed:
+                closes.append(int(ws.close_reason))
                 turn = next((f.get("turn") for f in frames if f.get("turn")), None)
                 if turn is None or resumes >= 3:
                     return Result("socket closed without a final frame",
                                   time.monotonic() - injected)
                 # What the panel does: a new socket (on the next web server) resumes the turn.
                 resumes += 1
-                url_i = (url_i + 1) % len(fs.urls)
-                ws = _connect(fs.urls[url_i], token, hard_deadline)
+                ws, url_i = _connect(fs.urls, (url_i + 1) % len(fs.urls), token,
+                                     hard_deadline)
                 ws.send(json.dumps({"type": "resume", "turn": turn,
                                     "after": frames[-1].get("seq", 0)}))
                 continue
@@ -132,7 +146,7 @@ def ask(fs: FaultStack, message: str, inject: Callable[[list[dict[str, Any]]], N
     finally:
         ws.close()
     return Result(classify(frames, expected, resumes), time.monotonic() - injected,
-                  str(frames[-1].get("message") or ""))
+                  str(frames[-1].get("message") or ""), tuple(closes))
 
 
 def classify(frames: list[dict[str, Any]], expected: str | None, resumes: int = 0) -> str:
@@ -287,6 +301,174 @@ def r_web_hup(fs: FaultStack, n: int) -> Result:
     return ask(fs, f"How does the search work? (web hup {n})", lambda _f: hup_web(fs))
 
 
+def term_web(fs: FaultStack) -> stack.Proc:
+    """A deploy's stop: SIGTERM to web A's gunicorn (it drains and exits, web/drain.py)."""
+    proc = _proc(fs.sup, "fault-web")
+    os.kill(proc.popen.pid, signal.SIGTERM)
+    return proc
+
+
+def restart_web_a(fs: FaultStack, proc: stack.Proc) -> float:
+    """Wait for the stopped web A to exit (seconds it took), then start it again."""
+    started = time.monotonic()
+    try:
+        proc.popen.wait(timeout=30)
+    finally:
+        fs.sup.stop(proc, timeout_s=1)
+    took = time.monotonic() - started
+    start_processes(fs.sup, Plan(var_dir=VAR, name="fault",
+                                 web_bind=fs.stack.base_url.split("://", 1)[1], web_workers=1,
+                                 worker=False, beat=False, flower=False), env=fs.stack.env)
+    return took
+
+
+def r_web_term(fs: FaultStack, n: int) -> list[Result]:
+    """Web A sent SIGTERM mid-stream: its socket is closed with 1012 at once and the client
+    resumes on web B; then web A exits (well within gunicorn's graceful_timeout)."""
+    set_script(fs.scripted, CHUNKS, delay_s=0.05)
+    box: list[stack.Proc] = []
+    r = ask(fs, f"How does the search work? (web term {n})", lambda _f: box.append(term_web(fs)))
+    told = [c for c in r.closes if c == RESTART_CLOSE]
+    outcome = r.outcome + ("" if told else f" (closed with {list(r.closes)}, not 1012)")
+    exited = restart_web_a(fs, box[0]) if box else 0.0
+    return [Result(outcome, r.took, r.message, r.closes),
+            Result("web A exited after SIGTERM" if exited < 10 else
+                   "web A held on to the graceful timeout", exited)]
+
+
+def r_worker_term(fs: FaultStack, n: int) -> list[Result]:
+    """The worker running a turn sent SIGTERM after 3 tokens: that turn completes there (no
+    re-run), a turn asked meanwhile runs on another worker, and the stopped one exits."""
+    client = redis_client(fs.stack.settings)
+    start_worker(fs.sup, f"fault-term{n}", fs.stack.env)  # the stopped one's replacement
+    set_script(fs.scripted, CHUNKS, delay_s=0.05)
+    stopped: list[int] = []
+    second: list[Result] = []
+    holders: list[str | None] = []
+    asker = threading.Thread(target=lambda: second.append(ask(
+        fs, f"How does the search work? (after term {n})",
+        lambda f: holders.append(turns.lease_holder(client, str(f[0]["turn"]))), at_tokens=1)))
+
+    def term(frames: list[dict[str, Any]]) -> None:
+        holder = turns.lease_holder(client, str(frames[0]["turn"]))
+        assert holder is not None, "a running turn holds a lease"
+        stopped.append(int(holder.split(":")[1]))
+        os.kill(stopped[0], signal.SIGTERM)
+        time.sleep(0.3)  # Celery's signal handler runs: it takes no new turn from here on
+        asker.start()
+
+    first = ask(fs, f"How does the search work? (worker term {n})", term)
+    asker.join()
+    proc = next(p for p in fs.sup.procs if p.popen.pid == stopped[0])
+    began = time.monotonic()
+    try:
+        proc.popen.wait(timeout=LIMIT_S)
+        exited = f"stopped worker exited ({proc.popen.returncode})"
+    except Exception:  # noqa: BLE001 - a worker that does not stop is the finding
+        exited = "stopped worker still running"
+    fs.sup.stop(proc, timeout_s=1)
+    elsewhere = bool(holders) and holders[0] is not None and \
+        int(str(holders[0]).split(":")[1]) != stopped[0]
+    return [first, Result(f"next turn: {second[0].outcome}"
+                          + ("" if elsewhere else " (on the stopped worker!)"), second[0].took),
+            Result(exited, time.monotonic() - began)]
+
+
+def start_release(fs: FaultStack, name: str, release: Path | None,
+                  web_port: int | None = None) -> stack.Proc:
+    """A worker (or, with web_port, a web server) of a release: a checkout of another commit
+    (e.g. a `git worktree` of the previous release) or, for None, this one."""
+    cwd = release or REPO
+    env = dict(fs.stack.env, PYTHONUNBUFFERED="1", PYTHONPATH=str(cwd))
+    if web_port is None:
+        proc = fs.sup.start(name, [sys.executable, "-m", "celery", "-A", "worker.celery_app",
+                                   "worker", "-Q", "turns,corpus", "-P", "threads", "-c", "4",
+                                   "-n", f"{name}-{os.getpid()}@%h", "--loglevel", "INFO",
+                                   "--without-gossip", "--without-mingle"], env=env, cwd=cwd)
+        stack.wait_until(lambda: "ready." in stack.tail(proc.log, 200), 60, name, proc)
+        return proc
+    env.update(ASSISTANT_WEB_BIND=f"127.0.0.1:{web_port}", ASSISTANT_WEB_WORKERS="1")
+    proc = fs.sup.start(name, [sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
+                               "web.wsgi:app"], env=env, cwd=cwd)
+    stack.wait_until(lambda: stack.http_ok(f"http://127.0.0.1:{web_port}/api/v1/ping"), 60,
+                     name, proc)
+    return proc
+
+
+def sigterm_and_wait(fs: FaultStack, proc: stack.Proc, timeout_s: float = 60) -> None:
+    """What a deploy does to the process it replaces: SIGTERM, then wait for it to exit."""
+    os.kill(proc.popen.pid, signal.SIGTERM)
+    try:
+        proc.popen.wait(timeout=timeout_s)
+    finally:
+        fs.sup.stop(proc, timeout_s=1)
+
+
+def r_rollout(fs: FaultStack, n: int, old: Path | None = None, clients: int = 6,
+              min_turns: int = 50) -> list[Result]:
+    """Rolling upgrades of 2 web + 2 workers under a steady load of turns: from the release in
+    `old` to this one with the web servers first (new web, old workers), back with the web
+    servers first (old web, new workers), and forward again with the workers first. Each
+    step starts a replacement and SIGTERMs the process it replaces, one at a time. Every
+    turn asked meanwhile is a result, and the round goes on until min_turns have run."""
+    set_script(fs.scripted, CHUNKS, delay_s=0.05)
+    ports = {"web-a": port(8027), "web-b": port(8028)}
+    slots: dict[str, stack.Proc] = {"web-a": _proc(fs.sup, "fault-web"),
+                                    "web-b": _proc(fs.sup, "fault-b-web"),
+                                    "worker-1": _proc(fs.sup, "fault-worker")}
+    slots["worker-2"] = start_release(fs, f"roll{n}-worker-2", None)
+    results: list[Result] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(i: int) -> None:
+        k = 0
+        while not stop.is_set():
+            r = ask(fs, f"How does the search work? (rollout {n}.{i}.{k})", None,
+                    first_url=i + k)
+            k += 1
+            with lock:
+                results.append(r)
+
+    def replace(slot: str, release: Path | None, step: int) -> None:
+        name = f"roll{n}-{slot}-{step}"
+        if slot.startswith("worker"):
+            new = start_release(fs, name, release)  # the new one first: a worker always runs
+            sigterm_and_wait(fs, slots[slot])
+        else:
+            sigterm_and_wait(fs, slots[slot])  # one address: the old one must let go of it
+            new = start_release(fs, name, release, ports[slot])
+        slots[slot] = new
+        print(f"    {slot} -> {'this release' if release is None else release}", flush=True)
+
+    web_first, workers_first = ("web-a", "web-b", "worker-1", "worker-2"), (
+        "worker-1", "worker-2", "web-a", "web-b")
+    if old is not None:  # the old release everywhere, before the load begins
+        for slot in workers_first:
+            replace(slot, old, 0)
+    # Without `old`: the same release throughout, restarted as a rollout would.
+    passes = [(None, web_first), (old, web_first), (None, workers_first)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    try:
+        step = 1
+        for release, order in passes:
+            for slot in order:
+                replace(slot, release, step)
+                step += 1
+        while len(results) < min_turns:
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        # The fault stack's names again, for the rounds that follow.
+        slots["web-a"].name, slots["web-b"].name = "fault-web", "fault-b-web"
+        slots["worker-1"].name = "fault-worker"
+    return results
+
+
 def r_pg_rebuild(fs: FaultStack, n: int) -> list[Result]:
     """PostgreSQL stopped during a rebuild: the build fails, the old index serves once the
     database is back, and the next build resumes (embeds only what the first did not store)."""
@@ -381,10 +563,13 @@ FAULTS: dict[str, Callable[[FaultStack, int], Result | list[Result]]] = {
     "embeddings server down": r_embeddings,
     "web worker killed mid-stream": r_web_kill,
     "web server reloaded (HUP) mid-stream": r_web_hup,
+    "web server sent SIGTERM mid-stream": r_web_term,
+    "worker sent SIGTERM mid-turn": r_worker_term,
+    "rolling upgrade of 2 web + 2 workers under load": r_rollout,
     "50 index swaps, 20 clients asking": r_swaps,
 }
 SHORT = dict(zip(("redis", "pg-question", "pg-mid", "pg-rebuild", "hang", "dies", "slow", "embeddings",
-                  "web-kill", "web-hup", "swaps"), FAULTS, strict=True))
+                  "web-kill", "web-hup", "web-term", "worker-term", "rollout", "swaps"), FAULTS, strict=True))
 
 
 @contextmanager
@@ -411,8 +596,13 @@ def fault_stack(services: stack.Supervisor, scripted: str) -> Iterator[FaultStac
                                   web_workers=1, worker=False, beat=False, flower=False),
                         env=env)
         st = Stack("fault", f"http://127.0.0.1:{a}", env, settings_from_env(env), sup)
-        yield FaultStack(services, scripted, sup, st, [st.base_url, f"http://127.0.0.1:{b}"],
-                         redis_url)
+        fs = FaultStack(services, scripted, sup, st, [st.base_url, f"http://127.0.0.1:{b}"],
+                        redis_url)
+        # A first turn warms the worker (models, the index's first read), which on a busy
+        # machine can take longer than the short first-token limit: no round's turn is it.
+        set_script(scripted, ["Warm [1]."])
+        ask(fs, "How does the search work? (warm-up)", None, expected=None)
+        yield fs
     finally:
         sup.stop_all()
 

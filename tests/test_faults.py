@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from assistant_cli import stack
+from assistant_cli.client import RESTART_CLOSE, stream_turn
 from tests import fault_rounds as faults
 from tests.fault_rounds import LIMIT_S, FaultStack, Result
 
@@ -82,9 +83,41 @@ def test_web_worker_killed_client_resumes_on_the_other_web(fs: FaultStack) -> No
         assert r.outcome == "complete (resumed)", r
 
 
-def test_web_reload_mid_stream_loses_nothing(fs: FaultStack) -> None:
+def test_web_reload_tells_the_socket_to_reconnect_at_once(fs: FaultStack) -> None:
+    # A HUP replaces web A's gunicorn worker: the old one closes its sockets with 1012 at
+    # once (not after the 10 s graceful timeout); the client resumes on web B.
     for r in rounds(fs, faults.r_web_hup):
-        assert r.outcome in ("complete", "complete (resumed)"), r
+        assert r.outcome == "complete (resumed)", r
+        assert r.closes == (RESTART_CLOSE,), r
+        assert r.took < 5, r
+
+
+def test_web_sigterm_mid_stream_resumes_on_the_other_web(fs: FaultStack) -> None:
+    got = rounds(fs, faults.r_web_term)
+    assert [r.outcome for r in got] == ["complete (resumed)", "web A exited after SIGTERM"
+                                        ] * ROUNDS, got
+    for r in got[::2]:
+        assert r.closes == (RESTART_CLOSE,) and r.took < 5, r
+
+
+def test_worker_sigterm_mid_turn_finishes_it_and_takes_no_new_one(fs: FaultStack) -> None:
+    got = rounds(fs, faults.r_worker_term)
+    assert [r.outcome for r in got] == ["complete", "next turn: complete",
+                                        "stopped worker exited (0)"] * ROUNDS, got
+
+
+def test_the_cli_resumes_at_once_when_the_server_restarts(fs: FaultStack) -> None:
+    # The CLI (assistant_cli.client.stream_turn) against web A alone, reloaded mid-stream:
+    # the closing socket says 1012 and a new one on the same address resumes the turn.
+    faults.set_script(fs.scripted, faults.CHUNKS, delay_s=0.05)
+    token = faults.app_token(fs.stack, "fault-cli")
+    frames: list[dict[str, object]] = []
+    for frame in stream_turn(fs.urls[0], token, "How does the search work? (cli)",
+                             timeout_s=faults.LIMIT_S):
+        frames.append(frame)
+        if frame["type"] == "token" and sum(f["type"] == "token" for f in frames) == 3:
+            faults.hup_web(fs)
+    assert faults.classify(frames, faults.EXPECTED) == "complete", frames
 
 
 def test_index_swaps_while_clients_ask_fail_no_read(fs: FaultStack) -> None:

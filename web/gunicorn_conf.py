@@ -47,10 +47,28 @@ def on_starting(server: Any) -> None:
     from shared.errors import ConfigError
 
     try:
-        require_app_secret(settings_from_env())
+        settings = settings_from_env()
+        require_app_secret(settings)
     except ConfigError as exc:
         print(f"become-assistant web: {exc}", file=sys.stderr, flush=True)
         sys.exit(1)
+    why = _contract_conflict(settings, "web")
+    if why:
+        print(f"become-assistant web: {why}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+def _contract_conflict(settings: Any, role: str) -> str | None:
+    """Why this release cannot run beside the live workers (shared/contract_peers.py)."""
+    import redis
+
+    from shared import contract_peers
+    from shared.redis_client import redis_client
+
+    try:
+        return contract_peers.conflict(redis_client(settings), role)
+    except redis.RedisError:
+        return None  # no Redis yet: nothing runs that could disagree
 
 
 def post_worker_init(worker: Any) -> None:
@@ -63,3 +81,38 @@ def post_worker_init(worker: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - a cold broker must not stop the worker booting
         worker.log.warning("broker warm-up failed: %s", type(exc).__name__)
     relay_for_process().start()
+    # A greenlet (gevent patches threading): on SIGTERM, open sockets are told to reconnect.
+    import threading
+
+    from web.drain import watch
+
+    threading.Thread(target=watch, args=(lambda: worker.alive,), name="drain",
+                     daemon=True).start()
+    threading.Thread(target=_announce, args=(lambda: worker.alive,), name="contract",
+                     daemon=True).start()
+
+
+def _announce(alive: Any) -> None:
+    """While this worker serves: the turn-request version it writes, for the workers' check."""
+    import time
+
+    import redis
+
+    from shared import contract_peers
+    from shared.config import get_settings
+    from shared.redis_client import redis_client
+
+    client = redis_client(get_settings())
+    while alive():
+        try:
+            contract_peers.announce(client, "web")
+        except redis.RedisError:
+            pass
+        for _ in range(50):
+            if not alive():
+                break
+            time.sleep(0.2)
+    try:
+        contract_peers.withdraw(client, "web")
+    except redis.RedisError:
+        pass

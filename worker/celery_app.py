@@ -15,3 +15,4 @@ app.conf.beat_schedule = BEAT_SCHEDULE
 
 import worker.heartbeat  # noqa: E402,F401  (connects worker signals)
 import worker.metrics_server  # noqa: E402,F401
+import worker.shutdown  # noqa: E402,F401  (a SIGTERM's drain limit)

@@ -26,6 +26,7 @@ from shared.frames import FrameLog, TurnClosed
 from shared.limits import Leases
 from shared.redis_client import redis_client
 from shared.turn_request import ContractError
+from worker import shutdown
 from worker.control import TurnControl
 from worker.db import corpus_connection
 from worker.emit import TurnEmitter
@@ -46,6 +47,13 @@ def answer_turn(turn: str, attempt: int = 1) -> None:
     if not isinstance(turn, str) or not turn or isinstance(attempt, bool) or not isinstance(
             attempt, int):
         log.warning("turn task with bad arguments; dropped")
+        return
+    if shutdown.stopping():
+        # Fetched after SIGTERM: unstarted and unclaimed, so another worker takes it (the
+        # pause keeps this worker from fetching it straight back until its consumer stops).
+        time.sleep(0.1)
+        answer_turn.apply_async((turn, attempt))
+        log.info("turn %s attempt %d: this worker is stopping; handed back", turn, attempt)
         return
     if not turns.claim_attempt(client, turn, attempt, settings.replay_ttl_s):
         log.info("turn %s attempt %d: already started elsewhere; skipped", turn, attempt)

@@ -5,7 +5,7 @@
 
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const {Transport, SseParser, BACKOFF_MS} = require("../../web/static/panel-transport.js");
+const {Transport, SseParser, BACKOFF_MS, RESTART_CLOSE} = require("../../web/static/panel-transport.js");
 
 const TURN = "b".repeat(32);
 const ASK = {type: "ask", message: "How does the search work?", history: [], project_id: null};
@@ -39,10 +39,16 @@ class FakeSocket {
 
   frame(f) { this.onmessage && this.onmessage({data: typeof f === "string" ? f : JSON.stringify(f)}); }
 
-  closed() {
+  closed(code) {
     this.readyState = 3;
     this.onerror && this.onerror({});
-    this.onclose && this.onclose({code: 1006});
+    this.onclose && this.onclose({code: code || 1006});
+  }
+
+  // The server closes the socket with a code (e.g. 1012 when its process stops).
+  closeWith(code) {
+    this.readyState = 2;
+    queueMicrotask(() => this.closed(code));
   }
 }
 FakeSocket.OPEN = 1;
@@ -124,6 +130,28 @@ test("a drop resumes on a new ticket after the last seq, with back-off", async (
   ws.frame(f(2, "token", {text: "y"}));
   ws.frame(f(3, "done", {answer: "xy"}));
   assert.deepEqual(got.frames.map((x) => x.seq), [0, 1, 2, 3]);
+  assert.equal(got.failed.length, 0);
+});
+
+test("a server restart (close 1012) resumes at once, without the back-off", async () => {
+  const {link, got, timers, socket} = setup();
+  link.start(ASK);
+  await tick();
+  socket(0).open();
+  socket(0).frame(f(0, "accepted"));
+  socket(0).frame(f(1, "token", {text: "x"}));
+  socket(0).closeWith(RESTART_CLOSE);
+  await tick();
+  assert.equal(RESTART_CLOSE, 1012);
+  assert.equal(got.reconnecting, 1);
+  assert.equal(timers.runNext(), 0, "no pause before the new connection");
+  await tick();
+  socket(1).open();
+  assert.deepEqual(socket(1).sent, [{type: "resume", turn: TURN, after: 1}]);
+  // Any other close code is a drop, with the back-off's pause.
+  socket(1).closeWith(1011);
+  await tick();
+  assert.equal(timers.runNext(), BACKOFF_MS[1]);
   assert.equal(got.failed.length, 0);
 });
 
@@ -252,6 +280,35 @@ function fakeFetch() {
     "event: " + x.type + "\ndata: " + JSON.stringify(x) + "\n\n";
   return {fetch, calls, send, event};
 }
+
+test("an SSE reconnect event (the server is stopping) resumes at once", async () => {
+  const http = fakeFetch();
+  const {link, got, timers} = setup({fetch: http.fetch, baseUrl: "https://a.test",
+    token: async () => "tok", net: {wsWorked: false, sse: true}});
+  link.start(ASK);
+  await tick();
+  const first = http.calls[0];
+  await tick();
+  http.send(first, http.event(f(0, "accepted")) + http.event(f(1, "token", {text: "a"})) +
+    http.event({type: "reconnect"}));
+  await tick();
+  first.controller.close();
+  await tick();
+  await tick();
+  assert.deepEqual(got.frames.map((x) => x.seq), [0, 1], "the reconnect event is no frame");
+  assert.equal(got.reconnecting, 1);
+  assert.equal(timers.runNext(), 0);
+  await tick();
+  assert.equal(http.calls[1].url,
+    "https://a.test/api/v1/assistant/turns/" + TURN + "/events?after=1");
+  // A stream that merely ends is a drop with the back-off's pause.
+  await tick();
+  http.calls[1].controller.close();
+  await tick();
+  await tick();
+  assert.equal(timers.runNext(), BACKOFF_MS[1]);
+  link.close();
+});
 
 test("no WebSocket getting through: SSE carries the ask and resumes after the last seq",
   async () => {

@@ -15,6 +15,7 @@ from flask import Blueprint, Response, request, stream_with_context
 
 from shared.frames import Frame, encode
 from shared.redis_client import redis_client
+from web import drain
 from web.auth import bearer_token, bearer_user, check_origin, json_body, settings, verify
 from web.follow import TurnFollower, follow_existing, open_turn
 from web.guard import current_client, limiter, preferred_lang, stream_slots
@@ -32,6 +33,8 @@ def sse_event(frame: Frame) -> str:
 
 
 PING_EVENT = f"event: ping\ndata: {encode({'type': 'ping'})}\n\n"
+# This process is stopping: the client resumes after its last seq on a new request, at once.
+RECONNECT_EVENT = f"event: reconnect\ndata: {encode({'type': 'reconnect'})}\n\n"
 
 
 def stream(relay: Relay, sub: Subscription, follower: TurnFollower,
@@ -44,6 +47,9 @@ def stream(relay: Relay, sub: Subscription, follower: TurnFollower,
         for f in first:
             yield sse_event(f)
         while not follower.done:
+            if drain.draining.is_set():
+                yield RECONNECT_EVENT
+                return
             try:
                 frames = follower.accept(sub.frames.get(timeout=TICK_S))
             except queue.Empty:

@@ -16,10 +16,11 @@ from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
 from shared.config import Settings
-from shared.errors import AssistantError, RateLimited
+from shared.errors import AssistantError, RateLimited, Unavailable
 from shared.frames import Frame, encode
 from shared.metrics import OPEN_SOCKETS
 from shared.redis_client import redis_client
+from web import drain
 from web.auth import check_origin, settings
 from web.cancel import cancel_turn
 from web.errors import ws_error
@@ -53,6 +54,11 @@ def _authorize_upgrade() -> None:
     """Origin and ticket are checked before the upgrade (flask-sock answers 101 in the view)."""
     if request.path != WS_PATH:
         return
+    if drain.draining.is_set():
+        # Stopping: a socket opened now would be closed at once; the client tries again and
+        # reaches another process (or this one's replacement).
+        raise Unavailable("stopping",
+                          public_message="The server is restarting. Please try again.")
     check_origin()
     # No permessage-deflate: simple-websocket accepts it whenever a client offers it (every
     # browser does), and its zlib state (about 256 kB + 40 kB at zlib's defaults) is several
@@ -152,6 +158,8 @@ class Session:
     def run(self) -> None:
         """Serve the socket until it closes; an open turn keeps running without it."""
         threading.Thread(target=self._read, name="ws-reader", daemon=True).start()
+        if not drain.register(self.inbox):
+            self.inbox.put(("drain", None))
         try:
             while True:
                 try:
@@ -161,6 +169,10 @@ class Session:
                     self.on_tick()
                     continue
                 if kind == "closed":
+                    return
+                if kind == "drain":
+                    # This process is stopping: the client resumes elsewhere, at once.
+                    self.ws.close(drain.RESTART_CLOSE, drain.RESTART_REASON)
                     return
                 self.renew_place()
                 self.check_expiry()
@@ -180,6 +192,7 @@ class Session:
                     self._pending -= 1
                 self.on_client(item)
         finally:
+            drain.unregister(self.inbox)
             self.end_turn()
 
     def on_client(self, raw: Any) -> None:

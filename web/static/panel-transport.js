@@ -15,6 +15,9 @@
   const CANCELLED = 499;
   const TOO_MANY = 429;
   const OPEN = 1;  // WebSocket.OPEN
+  // The server process is stopping (a deploy): resume at once on another one, no back-off.
+  // Over WebSockets the close code (1012, "service restart"); over SSE a `reconnect` event.
+  const RESTART_CLOSE = 1012;
 
   // The text/event-stream format, fed in pieces as they arrive: calls onEvent({id, event, data})
   // for each complete event; comments (": ...") and keep-alive lines carry nothing.
@@ -93,6 +96,7 @@
       this.ws = null;
       this.stream = null;  // the SSE request's AbortController
       this.closed = false;
+      this.restartNow = false;
       this.cancelRequested = false;
       this.cancelSent = false;
     }
@@ -145,10 +149,14 @@
         try { frame = JSON.parse(ev.data); } catch (err) { return; }
         if (frame && typeof frame === "object") this.receive(frame);
       };
-      ws.onclose = () => {
+      ws.onclose = (ev) => {
         if (ws !== this.ws) return;
         this.ws = null;
         if (this.closed) return;
+        if (ev && ev.code === RESTART_CLOSE) {
+          this.dropped(true);
+          return;
+        }
         if (!opened && !this.net.wsWorked && this.env.fetch) {
           // No WebSocket has got through on this page (a proxy that refuses the upgrade):
           // this and every later connection go over SSE.
@@ -204,7 +212,9 @@
       } catch (err) { /* the stream broke off: as when it ends */ }
       if (ctl !== this.stream || this.closed) return;
       this.stream = null;
-      this.dropped();
+      const restart = this.restartNow;
+      this.restartNow = false;
+      this.dropped(restart);
     }
 
     async sseRequest(first, ctl, fresh) {
@@ -225,6 +235,10 @@
 
     receive(f) {
       if (this.closed || f.type === "ping" || f.type === "pong") return;
+      if (f.type === "reconnect") {
+        this.restartNow = true;  // the stream ends next: resume at once
+        return;
+      }
       if (typeof f.seq === "number") {
         if (f.seq <= this.lastSeq) return;  // already seen (a resume may repeat frames)
         this.lastSeq = f.seq;
@@ -241,8 +255,9 @@
       this.on.frame(f);
     }
 
-    // The connection closed before the terminal frame: a new one, resuming after the last seq.
-    dropped() {
+    // The connection closed before the terminal frame: a new one, resuming after the last seq,
+    // after the back-off's pause; at once when the server said it is restarting.
+    dropped(restart) {
       if (this.closed) return;
       if (!this.turnId) {
         this.on.failed({code: 0, local: "error.connection"});
@@ -252,7 +267,9 @@
         this.on.failed({code: 0, local: "error.lost"});
         return;
       }
-      const delay = this.backoff[this.tries++];
+      // A restart still counts as a try: a server that keeps restarting is given up on.
+      const delay = restart ? 0 : this.backoff[this.tries];
+      this.tries++;
       this.on.reconnecting();
       this.env.setTimeout(() => {
         if (this.closed) return;
@@ -334,5 +351,6 @@
     return {code: e.code || resp.status, message: e.message || "", retry_after: e.retry_after};
   }
 
-  return {Transport: Transport, SseParser: SseParser, BACKOFF_MS: BACKOFF_MS};
+  return {Transport: Transport, SseParser: SseParser, BACKOFF_MS: BACKOFF_MS,
+    RESTART_CLOSE: RESTART_CLOSE};
 });
