@@ -22,7 +22,7 @@ STEPS: dict[str, Callable[[str], object]] = {
     "uuid": lambda t: pc._UUID.sub("x", t),
     "whitespace": lambda t: pc._WHITESPACE.sub(" ", t),
     "clean_text": lambda t: pc.clean_text(t, pc.LIMIT_DESCRIPTION),
-    "grounding": pc.grounding_numbers,
+    "grounding": pc.project_grounding,
 }
 
 

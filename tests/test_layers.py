@@ -76,3 +76,14 @@ def test_each_product_package_imports_only_what_the_readme_allows() -> None:
     extra = {(a, b): files for (a, b), files in EDGES.items()
              if a in PRODUCT and b in PRODUCT and b not in ALLOWED[a]}
     assert extra == {}, extra
+
+
+def test_no_symlink_is_tracked() -> None:
+    """A worktree links .venv and tests/js/node_modules to the shared install; a commit of
+    such a link makes every checkout of it replace the real folder by the link."""
+    import subprocess
+
+    listing = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    assert listing, "git lists no file"
+    assert [line.split("\t")[1] for line in listing if line.startswith("120000")] == []

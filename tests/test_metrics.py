@@ -142,6 +142,13 @@ def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_
         var_dir=VAR, name="metrics-flower", flower_port=flower, web=False, worker=False,
         beat=False), env={**metrics_stack.env, "FLOWER_UNAUTHENTICATED_API": "true"})
     states: dict[str, set[str]] = {}
+    # Flower's state of a task is the type of its latest event: record the events on the broker
+    # too, so every step operations.md names is seen, not only the one Flower showed last.
+    from tests.test_security_review import _capture_task_events
+
+    events: list[dict] = []  # type: ignore[type-arg]
+    stop = threading.Event()
+    receiver = _capture_task_events(metrics_stack.env["ASSISTANT_REDIS_URL"], stop, events)
 
     def tasks() -> dict:  # type: ignore[type-arg]
         with urllib.request.urlopen(f"http://127.0.0.1:{flower}/api/tasks", timeout=5) as r:
@@ -170,3 +177,19 @@ def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_
     watched = box[0]["turn"]  # the task id is the turn id
     assert "GENERATE" in states[watched]
     assert wait_for(lambda: (seen(), "SUCCESS" in states[watched])[1], 10), states
+    stop.set()
+    receiver.join(10)
+    steps = [e["type"].removeprefix("task-").upper() for e in events
+             if e.get("uuid") == watched and "step" in e]
+    named = operations_md_steps()
+    assert len(named) == 5, named
+    assert [step for step in steps if step in named] == named, (steps, named)
+    assert set(named) <= states[watched] | set(steps)
+
+
+def operations_md_steps() -> list[str]:
+    """The steps docs/operations.md says Flower shows for every turn, in order."""
+    text = (stack.REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    match = re.search(r"shows the state ((?:`[A-Z]+`,?\s*)+)\(and", text)
+    assert match, "docs/operations.md no longer names the Flower steps"
+    return re.findall(r"`([A-Z]+)`", match.group(1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -68,18 +69,9 @@ def test_no_token_ticket_or_key_in_logs_or_traces(secrets_stack: Stack,
                     body={"message": "And over SSE?"}))
     http_json("POST", f"{secrets_stack.base_url}/api/v1/assistant/tickets",
               headers={"Authorization": "Bearer not-a-valid-token-at-all"})
-    leaks = []
-    for log in sorted((VAR / "log").glob("*.log")):
-        text = log.read_text(errors="replace")
-        for needle, what in ((token, "app token"), (ticket, "ticket"),
-                             (HOSTED_KEY, "hosted key"),
-                             ("not-a-valid-token-at-all", "bad token")):
-            if needle in text:
-                leaks.append(f"{log.name}: {what}")
-        if JWT.search(text):
-            leaks.append(f"{log.name}: a JWT")
-        if re.search(r"ticket=[\w-]{20,}", text):
-            leaks.append(f"{log.name}: a ticket in a URL")
+    logs = log_files(VAR)
+    assert len(logs) >= 3, logs  # the stack's web, worker and Redis at least
+    leaks = scan_logs(logs, needles(secrets_stack, token, ticket))
     assert not leaks, leaks
     with psycopg.connect(secrets_stack.settings.assistant_dsn) as conn:
         rows = conn.execute("SELECT row_to_json(t)::text FROM traces t").fetchall()
@@ -87,6 +79,93 @@ def test_no_token_ticket_or_key_in_logs_or_traces(secrets_stack: Stack,
     assert rows and token not in dump and ticket not in dump and HOSTED_KEY not in dump
     assert not JWT.search(dump)
     assert json.loads(rows[-1][0])["user_hash"] != "scan-user"
+
+
+def log_files(root: Path) -> list[Path]:
+    """Every log file of the test run, in every folder below the run's data folder."""
+    return sorted(p for p in root.rglob("*.log") if p.is_file())
+
+
+def needles(s: Stack, token: str, ticket: str) -> list[tuple[str, str]]:
+    """What may never be written: the user's token and ticket, the hosted key, the app secret."""
+    return [(token, "app token"), (ticket, "ticket"), (HOSTED_KEY, "hosted key"),
+            (s.settings.app_jwt_secret, "app secret"),
+            ("not-a-valid-token-at-all", "bad token")]
+
+
+def scan_logs(logs: list[Path], what: list[tuple[str, str]]) -> list[str]:
+    """Each log that holds one of the needles, a JWT or a ticket in a URL."""
+    leaks = []
+    for log in logs:
+        text = log.read_text(errors="replace")
+        leaks += [f"{log}: {name}" for needle, name in what if needle and needle in text]
+        if JWT.search(text):
+            leaks.append(f"{log}: a JWT")
+        if re.search(r"ticket=[\w-]{20,}", text):
+            leaks.append(f"{log}: a ticket in a URL")
+    return leaks
+
+
+def test_the_scan_reads_nested_log_folders_and_knows_the_app_secret(
+        secrets_stack: Stack, tmp_path: Path) -> None:
+    """The scanner itself: a secret in a log two folders down is found, the app secret too."""
+    nested = tmp_path / "log" / "worker" / "attempt-2"
+    nested.mkdir(parents=True)
+    (tmp_path / "log" / "web.log").write_text("a clean line\n")
+    (nested / "turns.log").write_text(f"oops {secrets_stack.settings.app_jwt_secret}\n")
+    logs = log_files(tmp_path)
+    assert nested / "turns.log" in logs
+    leaks = scan_logs(logs, needles(secrets_stack, "tok-absent", "ticket-absent"))
+    assert leaks == [f"{nested / 'turns.log'}: app secret"], leaks
+
+
+def test_the_token_never_reaches_redis(secrets_stack: Stack, scripted_llm: str) -> None:
+    """docs/security.md: the user's token never reaches the broker, the replay log, a task or
+    a trace. Every command Redis receives during real turns (MONITOR: broker messages, task
+    events, frames, tickets, the stored request) and every key and value left afterwards."""
+    import threading
+
+    import redis
+
+    client = redis.Redis.from_url(secrets_stack.settings.redis_url)
+    commands: list[str] = []
+    ready, stop = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        with client.monitor() as monitor:
+            ready.set()
+            for command in monitor.listen():
+                commands.append(str(command.get("command", "")))
+                if stop.is_set():
+                    return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert ready.wait(10)
+    set_script(scripted_llm, ["Kept out of Redis [1]."])
+    token = app_token(secrets_stack, "redis-scan-user")
+    ticket = get_ticket(secrets_stack.base_url, token)
+    frames, done = ask(secrets_stack.base_url, token, "Does my token reach Redis?")
+    assert done["type"] == "done"
+    list(sse_frames(secrets_stack.base_url, "POST", "/api/v1/assistant/chat/stream", token,
+                    body={"message": "And over SSE?"}))
+    stop.set()
+    client.ping()  # one more command, so the watcher sees `stop`
+    watcher.join(10)
+    assert any("ba:ticket:" in c for c in commands), "MONITOR saw no ticket being stored"
+    assert any(frames[0]["turn"] in c for c in commands), "MONITOR saw no frame of the turn"
+    seen = "\n".join(commands)
+    for key in client.scan_iter(count=500):
+        kind = client.type(key).decode()
+        value = {"string": lambda k: client.get(k), "list": lambda k: client.lrange(k, 0, -1),
+                 "hash": lambda k: client.hgetall(k), "set": lambda k: client.smembers(k),
+                 "zset": lambda k: client.zrange(k, 0, -1),
+                 "stream": lambda k: client.xrange(k)}.get(kind, lambda k: b"")(key)
+        seen += f"\n{key!r} {value!r}"
+    for needle, what in ((token, "app token"), (ticket, "ticket"),
+                         (secrets_stack.settings.app_jwt_secret, "app secret")):
+        assert needle not in seen, f"{what} reached Redis"
+    assert not JWT.search(seen), "a JWT reached Redis"
 
 
 def test_flower_task_views_show_no_user_text_or_secret(secrets_stack: Stack,
