@@ -71,6 +71,9 @@ class Settings:
     # Mint app tokens at POST /api/v1/dev/token (the anonymous demo visitor): dev and test only,
     # only with the dev secret, never in production.
     dev_tokens: bool = False
+    # Serve the demo page's sign-in (POST /api/v1/dev/login, forwarded to the app's own login):
+    # dev and test only, an opt-in of its own, implied by dev_tokens.
+    dev_login: bool = False
     redis_url: str = "redis://127.0.0.1:6379/0"
     # One bounded pool per process: a web process's greenlets wait up to redis_pool_timeout_s
     # for a free connection instead of opening one each (1,000 sockets, one Redis).
@@ -328,6 +331,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     settings = Settings(
         profile=profile,
         dev_tokens=_bool(env.get("ASSISTANT_DEV_TOKENS", "false"), "ASSISTANT_DEV_TOKENS"),
+        dev_login=_bool(env.get("ASSISTANT_DEV_LOGIN", "false"), "ASSISTANT_DEV_LOGIN")
+        or _bool(env.get("ASSISTANT_DEV_TOKENS", "false"), "ASSISTANT_DEV_TOKENS"),
         redis_url=env.get("ASSISTANT_REDIS_URL", d.redis_url),
         redis_max_connections=int(num("REDIS_MAX_CONNECTIONS", d.redis_max_connections)),
         redis_pool_timeout_s=float(num("REDIS_POOL_TIMEOUT_S", d.redis_pool_timeout_s, float)),
@@ -503,6 +508,8 @@ def validate_production(settings: Settings, env: Mapping[str, str]) -> None:
         problems.append(SECRET_PROBLEM)
     if settings.dev_tokens:
         problems.append("ASSISTANT_DEV_TOKENS is never allowed in production")
+    if env.get("ASSISTANT_DEV_LOGIN", "false").strip().lower() in ("1", "true", "yes", "on"):
+        problems.append("ASSISTANT_DEV_LOGIN is never allowed in production")
     for role in settings.roles:
         if role.provider != "api":
             continue

@@ -301,6 +301,7 @@ def project_stack(services: stack.Supervisor, scripted_llm: str, demo_app: str
     s = start_stack(services, "project", WEB_PORT + 11, {
         "ASSISTANT_REDIS_URL": redis_url(6),
         "ASSISTANT_APP_API_URL": demo_app,
+        "ASSISTANT_DEV_LOGIN": "true",  # the demo page's sign-in (panel tests)
         **scripted_roles(scripted_llm),
     })
     try:

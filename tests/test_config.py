@@ -250,3 +250,12 @@ def test_an_empty_secret_verifies_no_token() -> None:
                        "k" * 32, algorithm="HS256")
     with pytest.raises(Unauthorized, match="no app secret"):
         verify_access_token(token, "")
+
+
+def test_the_dev_login_is_never_allowed_in_production() -> None:
+    with pytest.raises(ConfigError) as err:
+        settings_from_env({**PRODUCTION, "ASSISTANT_DEV_LOGIN": "true"})
+    assert production_problems(str(err.value)) == [
+        "ASSISTANT_DEV_LOGIN is never allowed in production"]
+    assert not settings_from_env(PRODUCTION).dev_login
+    assert settings_from_env({"ASSISTANT_DEV_TOKENS": "true"}).dev_login

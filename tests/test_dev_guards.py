@@ -44,13 +44,15 @@ def test_each_anonymous_visitor_gets_an_id_of_their_own(redis_up: None) -> None:
     assert all(s.startswith("demo-") and len(s) >= len("demo-") + 24 for s in subs), subs
 
 
-def test_the_dev_login_needs_the_dev_tokens_opt_in(redis_up: None) -> None:
+def test_the_dev_login_needs_an_opt_in(redis_up: None) -> None:
+    """ASSISTANT_DEV_LOGIN, or the dev tokens (the demo page's visitors) which imply it."""
     login = {"email": "alice@example.com", "password": "demo-password"}
     resp = client_for({**DEV, **NO_APP}).post("/api/v1/dev/login", json=login)
     assert resp.status_code == 404
-    resp = client_for({**DEV, **NO_APP, "ASSISTANT_DEV_TOKENS": "true"}).post(
-        "/api/v1/dev/login", json=login)
-    assert resp.status_code == 503, resp.get_data(as_text=True)
+    for opt_in in ("ASSISTANT_DEV_TOKENS", "ASSISTANT_DEV_LOGIN"):
+        resp = client_for({**DEV, **NO_APP, opt_in: "true"}).post("/api/v1/dev/login",
+                                                                  json=login)
+        assert resp.status_code == 503, (opt_in, resp.get_data(as_text=True))
 
 
 @pytest.mark.parametrize("bind", ["0.0.0.0:8000", "[::]:8000", "192.168.1.20:8000",

@@ -188,15 +188,16 @@ def cancel(turn: str) -> tuple[Response, int]:
 
 @bp.post("/api/v1/dev/login")
 def dev_login() -> tuple[Response, int]:
-    """Demo sign-in (dev and test profiles, with ASSISTANT_DEV_TOKENS only): forwards to the
-    app's form login."""
+    """Demo sign-in (dev and test profiles, with ASSISTANT_DEV_LOGIN or ASSISTANT_DEV_TOKENS
+    only): forwards to the app's form login."""
     import urllib.error
     import urllib.parse
     import urllib.request
 
     s = settings()
-    # The same opt-in as the dev token: a dev stack that did not ask for the demo serves none.
-    if s.production or not s.dev_tokens or not s.app_api_url:
+    # An opt-in (ASSISTANT_DEV_LOGIN, implied by ASSISTANT_DEV_TOKENS): a dev stack that did
+    # not ask for the demo serves none.
+    if s.production or not s.dev_login or not s.app_api_url:
         raise NotFound("demo login disabled")
     check_origin()
     limiter(s).check_request(current_client(s), preferred_lang())
