@@ -14,7 +14,7 @@ from worker.pipeline.types import Retrieval
 # the expected passages weak. An English question has two rankings: a passage only one of them
 # found scores 0.5 at best, one both found 0.75 or more, and unanswerable questions often get
 # only the first kind. A Czech question's four to six rankings spread the scores out.
-WEAK_BELOW = {"en": 0.6, "cs": 0.45}
+WEAK_BELOW = {"en": 0.6, "cs": 0.425}
 
 
 def is_weak(score: float, language: str = "en", mode: str = "hybrid") -> bool:
