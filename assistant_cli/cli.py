@@ -228,8 +228,19 @@ def cmd_corpus_build(args: argparse.Namespace) -> int:
     print(json.dumps(report.__dict__, indent=2) if args.json else
           f"\nindex {report.version}: {'unchanged (no-op)' if report.no_op else 'built'}; "
           f"{report.documents} documents, {report.passages} passages, "
-          f"{report.embedded} embedded, {report.seconds:.1f}s")
+          f"{report.embedded} embedded, {report.seconds:.1f}s\n{captions_line(report)}")
     return 0
+
+
+def captions_line(report: Any) -> str:
+    """Where the build's captions came from, in the order it looks."""
+    c = report.captions
+    if not c:
+        return "captions: none"
+    return (f"captions: {c['file']} passages from the captions file, {c['cache']} from the "
+            f"cache, {c['role']} written by the caption role ({report.caption_calls} calls), "
+            f"{c['none']} without; {c['changed']} changed since the file was written, "
+            f"{c['stale']} file entries unused")
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -298,80 +309,6 @@ def cmd_logout(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval_retrieval(args: argparse.Namespace) -> int:
-    """Score retrieval on a question file; optionally compare two settings by bootstrap."""
-    import dataclasses
-
-    from shared import corpus_store
-    from worker import evaluation
-
-    settings = get_settings()
-    questions = evaluation.load_questions(args.questions)
-
-    def run(spec: str) -> dict:
-        # "NAME+fewshot" / "NAME+chat": translate Czech questions first, on this side only
-        # ("+fewshot-v1": with issue 12's first few-shot prompt, to re-measure against).
-        name, _, how = spec.partition("+")
-        config, extra = evaluation.load_config(name)
-        dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
-        s = dataclasses.replace(settings, corpus_read_dsn=dsn)
-        translate = None
-        role = s.translation
-        how = how or ("fewshot" if args.translate_fewshot else "chat" if args.translate else "")
-        if how not in ("", "fewshot", "fewshot-v1", "chat"):
-            raise ConfigError(f"unknown translation {how!r}: +fewshot, +fewshot-v1 or +chat")
-        if how:
-            from worker.pipeline import rewrite
-
-            role = s.translator if how.startswith("fewshot") else s.translation
-            prompt = rewrite.FEWSHOT_PROMPT_V1 if how == "fewshot-v1" else rewrite.FEWSHOT_PROMPT
-
-            def translate(text: str) -> tuple[str, str]:
-                if how == "chat":
-                    return rewrite.translate_for_search(role, text, timeout_s=120), text
-                return rewrite.translate_fewshot(role, text, timeout_s=120,
-                                                 prompt_file=prompt), text
-
-        report = evaluation.run_eval(
-            s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
-            translate)
-        report["name"] = name + (f"+{how}" if how else "")
-        report["translation_model"] = role.model if translate is not None else None
-        return report
-
-    def show(r: dict) -> None:
-        o = r["overall"]
-        print(f"{r['name']:>16}  all  hit@1 {o['hit@1']:.2f}  hit@3 {o['hit@3']:.2f}  "
-              f"hit@5 {o['hit@5']:.2f}  MRR {o['mrr']:.2f}  (n={o['n']}, index "
-              f"{r['index_version']})")
-        for lang, m in r["by_language"].items():
-            print(f"{'':>16}  {lang:<4} hit@1 {m['hit@1']:.2f}  hit@3 {m['hit@3']:.2f}  "
-                  f"hit@5 {m['hit@5']:.2f}  MRR {m['mrr']:.2f}  (n={m['n']})")
-
-    out: dict = {"questions_file": str(args.questions)}
-    a = run(args.settings)
-    show(a)
-    out["a"] = a
-    if args.compare:
-        b = run(args.compare)
-        show(b)
-        out["b"] = b
-        out["comparison"] = cmp = evaluation.compare(a, b)
-        scopes = [("all", cmp)] + list(cmp.get("by_language", {}).items())
-        for scope, part in scopes:
-            for metric in ("hit@3", "mrr"):
-                c = part[metric]
-                verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
-                print(f"{args.compare} - {args.settings} {scope:<3} {metric}: "
-                      f"{c['mean_diff']:+.3f}  90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
-                      f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
-                                  encoding="utf-8")
-        print(f"report: {args.out}")
-    return 0
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """Start every process in the foreground (make run)."""
     from assistant_cli.run import Plan, check_bind, choose_manifest, run_forever
@@ -425,20 +362,29 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print the build report as JSON")
     b.add_argument("--dsn", default=None, help="owner DSN (default ASSISTANT_CORPUS_DSN)")
     b.set_defaults(func=cmd_corpus_build)
+    from assistant_cli import captions_cli
+
+    captions_cli.add_parser(csub)
+    from assistant_cli import retrieval_cli
+
     e = sub.add_parser("eval", help="evaluation")
     esub = e.add_subparsers(dest="eval_command", required=True)
     er = esub.add_parser("retrieval", help="hit@1/3/5 and MRR on a question file")
     er.add_argument("--questions", required=True, help="the question file")
-    er.add_argument("--settings", default="hybrid", help="preset name or TOML file")
+    er.add_argument("--settings", default="chat",
+                    help="chat (what a chat turn runs, the default), a preset name or a TOML "
+                         "file; NAME+none / +fewshot / +chat sets the translation of Czech "
+                         "questions (default: the chat turn's)")
     er.add_argument("--compare", default=None, help="second settings, compared by bootstrap")
     er.add_argument("--dsn", default=None, help="read DSN of the index to evaluate")
     er.add_argument("--out", default=None, help="write the JSON report here")
     er.add_argument("--translate", action="store_true",
-                    help="translate Czech questions with the translation role first")
+                    help="translate Czech questions with the translation role (default: as a "
+                         "chat turn does)")
     er.add_argument("--translate-fewshot", action="store_true",
-                    help="translate Czech questions first with a few-shot completion prompt "
-                         "(a base model such as Gemma 3 270M on the translation role)")
-    er.set_defaults(func=cmd_eval_retrieval)
+                    help="translate Czech questions with the few-shot translator (default: as "
+                         "a chat turn does)")
+    er.set_defaults(func=retrieval_cli.cmd_eval_retrieval)
     # --- eval answers / eval seal (issue 14): all of it lives in assistant_cli/eval_cli.py ---
     from assistant_cli import eval_cli
 

@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from corpus_jobs.caption_file import load_caption_file
 from corpus_jobs.loaders import (
     LoadedPiece,
     include_target,
@@ -31,6 +32,7 @@ from shared.models import embed
 from shared.passage import Passage
 
 CHUNK_SIZE = 500
+EMBED_TIMEOUT_S = 300.0
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 
@@ -45,6 +47,10 @@ class BuildReport:
     passages: int
     embedded: int
     seconds: float
+    # Pieces whose captions came from the file, the cache, the caption role, or none; pieces
+    # the file has an older text of (`changed`); file entries no piece matches (`stale`).
+    captions: dict[str, int] = field(default_factory=dict)
+    caption_calls: int = 0
 
 
 def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str],
@@ -164,8 +170,9 @@ def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[
     done = 0
     for start in range(0, len(missing), 16):
         batch = missing[start:start + 16]
+        # A build is a batch job: a busy embedding server may take minutes for one batch.
         vectors = embed(settings.embeddings, [by_hash[h] for h in batch], "passage",
-                        settings.embedding_prefix_mode)
+                        settings.embedding_prefix_mode, timeout_s=EMBED_TIMEOUT_S)
         with conn.transaction():
             for h, v in zip(batch, vectors, strict=True):
                 arr = np.asarray(v, dtype=np.float32)
@@ -248,27 +255,36 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
                 progress: Progress | None = None,
                 caption_progress: Progress | None = None) -> BuildReport:
     """Build (or skip, when the corpus is unchanged) and swap in a new index."""
+    from corpus_jobs import captions as caps
+
     started = time.monotonic()
     pieces, content_hash, documents = load_pieces(manifest)
-    caption_model = settings.captions.model if settings.captions else ""
-    # The version covers the content and everything that changes what gets indexed.
-    corpus_hash = hashlib.sha256("|".join((
-        content_hash, settings.embeddings.model, settings.embedding_prefix_mode,
-        caption_model)).encode()).hexdigest()
-    version = corpus_hash[:12]
+    languages = settings.caption_languages
+    file = load_caption_file(manifest.captions) \
+        if manifest.captions is not None and languages else None
+    role = settings.captions if languages else None
     reader = _reader_role(settings)
     with corpus_store.connect(settings.corpus_dsn, autocommit=True) as conn:
         ensure_schema(conn, reader)
+        caps.ensure_cache(conn)
+        # The file, then the cache (no model call); the caption role only for what both lack.
+        plan = caps.plan(conn, pieces, languages, file, role.model if role else "")
+        calls = caps.fill(conn, role, pieces, plan, languages, caption_progress) \
+            if role is not None and plan.missing(languages) else 0
+        # The version covers the content and everything that changes what gets indexed.
+        corpus_hash = hashlib.sha256("|".join((
+            content_hash, settings.embeddings.model, settings.embedding_prefix_mode,
+            plan.digest(languages))).encode()).hexdigest()
+        version = corpus_hash[:12]
+        counts = plan.counts()
         current = conn.execute("SELECT corpus_hash FROM indexes WHERE current").fetchone()
         if not force and current == (corpus_hash,):
             return BuildReport(version, True, documents, len(pieces), 0,
-                               time.monotonic() - started)
-        captions: dict[str, str] = {}
-        if settings.captions is not None:
-            from corpus_jobs.captions import captions_for
+                               time.monotonic() - started, counts, calls)
+        from corpus_jobs.captions import caption_key
 
-            captions = captions_for(conn, settings.captions, pieces, caption_progress)
-        passages = to_passages(pieces, captions)
+        passages = to_passages(pieces, {caption_key(p): plan.text(caption_key(p), languages)
+                                        for p in pieces})
         vectors, embedded = _embed_missing(conn, settings, passages, progress)
         _write_staging(conn, settings, passages, vectors, reader)
         seconds = time.monotonic() - started
@@ -277,11 +293,16 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             "embedding_model": settings.embeddings.model, "dim": settings.embedding_dim,
             "settings": json.dumps({"chunk_size": CHUNK_SIZE,
                                     "prefix_mode": settings.embedding_prefix_mode,
-                                    "caption_model": caption_model or None}),
+                                    "caption_languages": list(languages),
+                                    "captions_file": manifest.captions.name
+                                    if file is not None and manifest.captions else None,
+                                    "caption_model": role.model if role else None,
+                                    "captions": counts}),
             "documents": documents, "passages": len({p.id for p in passages}),
             "embedded": embedded, "seconds": seconds,
         })
-    return BuildReport(version, False, documents, len(passages), embedded, seconds)
+    log.info("index %s: captions %s, %d caption calls", version, counts, calls)
+    return BuildReport(version, False, documents, len(passages), embedded, seconds, counts, calls)
 
 
 def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,

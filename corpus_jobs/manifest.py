@@ -27,6 +27,8 @@ class Manifest:
     language: str
     languages: tuple[tuple[str, str], ...] = ()
     local_dir: Path | None = None
+    # The captions data file shipped with the corpus (captions by content hash), if any.
+    captions: Path | None = None
 
     def files(self) -> list[Path]:
         """Every included, non-excluded public file, sorted by relative path."""
@@ -98,6 +100,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
                 if data.get("root_env") else "")
         raise ConfigError(f"corpus root {root} does not exist{hint}")
     local = data.get("local_dir")
+    captions = data.get("captions")
     return Manifest(
         name=str(data.get("name", p.stem)),
         path=p,
@@ -107,6 +110,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
         language=str(data.get("language", "en")),
         languages=tuple((str(r["glob"]), str(r["lang"])) for r in data.get("languages", [])),
         local_dir=(p.parent / local).resolve() if local else None,
+        captions=(p.parent / str(captions)).resolve() if captions else None,
     )
 
 

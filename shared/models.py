@@ -21,11 +21,12 @@ def client_for(role: ModelRole, timeout_s: float = 60.0) -> openai.OpenAI:
                          timeout=timeout_s, max_retries=0)
 
 
-def embed(role: ModelRole, texts: Sequence[str], kind: str, prefix_mode: str) -> list[list[float]]:
+def embed(role: ModelRole, texts: Sequence[str], kind: str, prefix_mode: str,
+          timeout_s: float = 60.0) -> list[list[float]]:
     """Embed texts as `query` or `passage`, in batches of at most 16."""
     if kind not in E5_PREFIX:
         raise ValueError(f"unknown embedding kind {kind!r}")
-    client = client_for(role)
+    client = client_for(role, timeout_s)
     out: list[list[float]] = []
     for start in range(0, len(texts), EMBED_BATCH):
         batch = list(texts[start:start + EMBED_BATCH])

@@ -385,6 +385,53 @@ def test_eval_retrieval_compares_the_old_default_with_the_new(
     assert prompts[1].startswith("Czech: Proč se medián počítá jinak"), "the twin examples"
 
 
+def test_eval_retrieval_runs_what_a_chat_turn_runs_unless_told_otherwise(
+        twin_corpus: Settings, scripted_llm: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({
+        "id": i, "language": lang, "question": q, "expected_source": "docs/security.md",
+        "expected_location": "# Security > ## Password storage"}) + "\n" for i, lang, q in (
+            ("cs1", "cs", "Jak se ukládá moje heslo? Je zašifrované?"),
+            ("en1", "en", "How is my password stored?"))))
+    set_script(scripted_llm, [" How is my password stored?"])
+    # The test profile's roles: a local translation role with ASSISTANT_TRANSLATE_QUERIES
+    # auto, so a chat turn translates a Czech question with the few-shot translator.
+    env = dict(os.environ, ASSISTANT_CORPUS_READ_DSN=twin_corpus.corpus_read_dsn,
+               ASSISTANT_EMBEDDING_BASE_URL=twin_corpus.embeddings.base_url,
+               ASSISTANT_TRANSLATOR_BASE_URL=f"{scripted_llm}/v1",
+               ASSISTANT_TRANSLATOR_MODEL="scripted-translator")
+
+    def run(*extra: str) -> tuple[str, dict, int]:
+        _, before = http_json("GET", f"{scripted_llm}/_requests")
+        out = tmp_path / "report.json"
+        done = subprocess.run(
+            [sys.executable, "-c", "from assistant_cli.cli import main; raise SystemExit(main())",
+             "eval", "retrieval", "--questions", str(questions), "--out", str(out), *extra],
+            env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        _, seen = http_json("GET", f"{scripted_llm}/_requests")
+        calls = sum(1 for r in seen[len(before):] if r.get("path", "").endswith("/completions"))
+        return done.stdout, json.loads(out.read_text()), calls
+
+    stdout, report, calls = run()
+    a = report["a"]
+    assert a["name"] == "chat+fewshot" and a["translation_model"] == "scripted-translator"
+    assert calls == 1, "the Czech question is translated, as a turn translates it"
+    cs = next(q for q in a["questions"] if q["id"] == "cs1")
+    assert cs["translation"] == "How is my password stored?"
+    assert "pipeline chat+fewshot: the chat turn's retrieval settings" in stdout
+    assert "what a chat turn runs" in stdout and "not a chat turn" not in stdout
+
+    stdout, report, calls = run("--settings", "chat+none")
+    assert report["a"]["name"] == "chat+none" and calls == 0
+    assert "Czech questions not translated" in stdout
+    assert "not a chat turn's pipeline (a turn: chat settings, translation fewshot)" in stdout
+
+
 def test_freedict_is_read_from_the_installed_debian_packages(tmp_path: Path) -> None:
     from worker.pipeline import bilingual
 

@@ -163,13 +163,23 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = 10
             "excludes_zero_95": ci95[0] > 0 or ci95[1] < 0}
 
 
-def load_config(spec: str) -> tuple[RetrievalConfig, dict[str, Any]]:
-    """A preset name, or a TOML file of RetrievalConfig fields (+ optional corpus_read_dsn)."""
+# `--settings chat`: the retrieval a chat turn runs with these Settings (the default).
+CHAT = "chat"
+
+
+def load_config(spec: str, settings: Settings | None = None
+                ) -> tuple[RetrievalConfig, dict[str, Any]]:
+    """`chat` (what a turn runs with `settings`), a preset name, or a TOML file of
+    RetrievalConfig fields (+ optional corpus_read_dsn)."""
+    if spec == CHAT:
+        if settings is None:
+            raise ValueError("the chat settings need the service's Settings")
+        return RetrievalConfig.from_settings(settings), {}
     if spec in PRESETS:
         return PRESETS[spec], {}
     path = Path(spec)
     if not path.is_file():
-        raise ValueError(f"unknown settings {spec!r}: a preset ({', '.join(PRESETS)}) "
+        raise ValueError(f"unknown settings {spec!r}: chat, a preset ({', '.join(PRESETS)}) "
                          "or a TOML file")
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     extra = {k: data.pop(k) for k in ("corpus_read_dsn",) if k in data}
@@ -183,6 +193,21 @@ def load_config(spec: str) -> tuple[RetrievalConfig, dict[str, Any]]:
 Searcher = Callable[[str], tuple[str, str]]
 
 
+def turn_translation(settings: Settings) -> str:
+    """How a chat turn with these Settings translates a Czech question for the search:
+    `chat` (the translation role), `fewshot` (the offline translator) or `none`."""
+    if settings.translates:
+        return "chat"
+    return "fewshot" if settings.fewshot_translates else "none"
+
+
+def index_settings(conn: psycopg.Connection) -> dict[str, Any]:
+    """The serving index's recorded build settings (caption languages among them)."""
+    row = conn.execute("SELECT settings FROM indexes WHERE current").fetchone()
+    value = row[0] if row else {}
+    return json.loads(value) if isinstance(value, str) else dict(value or {})
+
+
 def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Question],
              connect: Callable[[], psycopg.Connection],
              translate: Searcher | None = None) -> dict[str, Any]:
@@ -191,6 +216,7 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
     version = ""
     started = time.monotonic()
     with connect() as conn:
+        built = index_settings(conn)
         for q in questions:
             if not q.expected_source:
                 continue
@@ -216,6 +242,7 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
         "translate_ms": {"n": len(times), "p50": percentile(times, 0.50),
                          "p95": percentile(times, 0.95)} if times else None,
         "index_version": version,
+        "index_captions": built.get("caption_languages") or [],
         "embedding_model": settings.embeddings.model,
         "settings": dataclasses.asdict(config),
         "seconds": round(time.monotonic() - started, 2),
@@ -235,26 +262,25 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Paired bootstrap of B - A on hit@3 and reciprocal rank, over the same questions."""
+    """Paired bootstrap of B - A on hit@3, hit@5 and reciprocal rank, over the same
+    questions, overall and per language."""
     ra = {x["id"]: x["rank"] for x in a["questions"]}
     rb = {x["id"]: x["rank"] for x in b["questions"]}
     ids = sorted(set(ra) & set(rb))
 
-    def hit3(r: int | None) -> float:
-        return 1.0 if r is not None and r <= 3 else 0.0
+    def hit(k: int) -> Callable[[int | None], float]:
+        return lambda r: 1.0 if r is not None and r <= k else 0.0
 
     def rr(r: int | None) -> float:
         return 1.0 / r if r is not None and r <= MRR_DEPTH else 0.0
+
+    def scores(sub: list[str]) -> dict[str, Any]:
+        return {name: paired_bootstrap([f(ra[i]) for i in sub], [f(rb[i]) for i in sub])
+                for name, f in (("hit@3", hit(3)), ("hit@5", hit(5)), ("mrr", rr))}
 
     lang = {x["id"]: x["language"] for x in a["questions"]}
     by_language = {}
     for code in sorted({lang[i] for i in ids}):
         sub = [i for i in ids if lang[i] == code]
-        by_language[code] = {
-            "questions": len(sub),
-            "hit@3": paired_bootstrap([hit3(ra[i]) for i in sub], [hit3(rb[i]) for i in sub]),
-            "mrr": paired_bootstrap([rr(ra[i]) for i in sub], [rr(rb[i]) for i in sub])}
-    return {"questions": len(ids),
-            "hit@3": paired_bootstrap([hit3(ra[i]) for i in ids], [hit3(rb[i]) for i in ids]),
-            "mrr": paired_bootstrap([rr(ra[i]) for i in ids], [rr(rb[i]) for i in ids]),
-            "by_language": by_language}
+        by_language[code] = {"questions": len(sub), **scores(sub)}
+    return {"questions": len(ids), **scores(ids), "by_language": by_language}

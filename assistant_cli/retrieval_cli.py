@@ -1,0 +1,127 @@
+"""`become-assistant eval retrieval`: hit@k and MRR of what a chat turn runs, or of a preset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from shared.config import get_settings
+from shared.errors import ConfigError
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    """Score retrieval on a question file; optionally compare two settings by bootstrap.
+
+    Unless told otherwise it measures what a chat turn runs: the retrieval settings of the
+    service (`chat`) and the turn's translation step for Czech questions."""
+    import dataclasses
+
+    from shared import corpus_store
+    from worker import evaluation
+
+    settings = get_settings()
+    questions = evaluation.load_questions(args.questions)
+    turn_how = evaluation.turn_translation(settings)
+
+    def run(spec: str) -> dict:
+        # "NAME+fewshot" / "NAME+chat" / "NAME+none": this side's translation of Czech
+        # questions ("+fewshot-v1": issue 12's first few-shot prompt); no suffix: the turn's.
+        name, _, how = spec.partition("+")
+        config, extra = evaluation.load_config(name, settings)
+        dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
+        s = dataclasses.replace(settings, corpus_read_dsn=dsn)
+        how = how or ("fewshot" if args.translate_fewshot else "chat" if args.translate
+                      else turn_how)
+        if how not in ("none", "fewshot", "fewshot-v1", "chat"):
+            raise ConfigError(f"unknown translation {how!r}: +fewshot, +fewshot-v1, +chat "
+                              "or +none")
+        translate, role, fallbacks = _eval_translator(s, how)
+        report = evaluation.run_eval(
+            s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
+            translate)
+        report["name"] = f"{name}+{how}"
+        report["translation"] = how
+        report["translation_model"] = role.model if role is not None else None
+        report["translation_fallbacks"] = len(fallbacks)
+        report["pipeline"] = _pipeline_line(report, name, how, turn_how, role)
+        return report
+
+    def show(r: dict) -> None:
+        print(r["pipeline"])
+        o = r["overall"]
+        print(f"{r['name']:>16}  all  hit@1 {o['hit@1']:.2f}  hit@3 {o['hit@3']:.2f}  "
+              f"hit@5 {o['hit@5']:.2f}  MRR {o['mrr']:.2f}  (n={o['n']}, index "
+              f"{r['index_version']})")
+        for lang, m in r["by_language"].items():
+            print(f"{'':>16}  {lang:<4} hit@1 {m['hit@1']:.2f}  hit@3 {m['hit@3']:.2f}  "
+                  f"hit@5 {m['hit@5']:.2f}  MRR {m['mrr']:.2f}  (n={m['n']})")
+
+    out: dict = {"questions_file": str(args.questions)}
+    a = run(args.settings)
+    show(a)
+    out["a"] = a
+    if args.compare:
+        b = run(args.compare)
+        show(b)
+        out["b"] = b
+        out["comparison"] = cmp = evaluation.compare(a, b)
+        scopes = [("all", cmp)] + list(cmp.get("by_language", {}).items())
+        for scope, part in scopes:
+            for metric in ("hit@3", "mrr"):
+                c = part[metric]
+                verdict = "differs" if c["excludes_zero_95"] else "no clear difference"
+                print(f"{b['name']} - {a['name']} {scope:<3} {metric}: "
+                      f"{c['mean_diff']:+.3f}  90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
+                      f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
+                                  encoding="utf-8")
+        print(f"report: {args.out}")
+    return 0
+
+
+def _eval_translator(s: Any, how: str) -> tuple[Any, Any, list[str]]:
+    """(translate, role, fallbacks) for `how`: like a turn, a failed translation searches the
+    original wording (each such question is listed in fallbacks)."""
+    from shared.errors import ModelError
+    from worker.pipeline import rewrite
+
+    if how == "none":
+        return None, None, []
+    role = s.translator if how.startswith("fewshot") else s.translation
+    prompt = rewrite.FEWSHOT_PROMPT_V1 if how == "fewshot-v1" else rewrite.FEWSHOT_PROMPT
+    fallbacks: list[str] = []
+
+    def translate(text: str) -> tuple[str, str]:
+        try:
+            if how == "chat":
+                return rewrite.translate_for_search(role, text, timeout_s=120), text
+            return rewrite.translate_fewshot(role, text, timeout_s=120, prompt_file=prompt), text
+        except ModelError:
+            fallbacks.append(text)
+            return text, text
+
+    return translate, role, fallbacks
+
+
+def _pipeline_line(r: dict, name: str, how: str, turn_how: str, role: Any) -> str:
+    """One line saying which pipeline a run measured, and whether it is a chat turn's."""
+    config = r["settings"]
+    retrieval = ("the chat turn's retrieval settings" if name == "chat"
+                 else f"retrieval settings {name!r}")
+    translated = {"none": "not translated", "chat": "translated by the translation role",
+                  "fewshot": "translated by the few-shot translator",
+                  "fewshot-v1": "translated by the few-shot translator (issue-12 prompt)"}[how]
+    if role is not None:
+        translated += f" ({role.model} at {role.base_url})"
+    same = name == "chat" and how == turn_how
+    captions = "+".join(r.get("index_captions") or []) or "no"
+    return (f"pipeline {r['name']}: {retrieval} ({config['mode']}, top {config['top_k']} of "
+            f"{config['candidates']} candidates), Czech questions {translated}; index "
+            f"{r['index_version']} with {captions} captions"
+            + (" -- what a chat turn runs" if same else
+               f" -- not a chat turn's pipeline (a turn: chat settings, translation {turn_how})")
+            + (f"; {r['translation_fallbacks']} translations failed and searched the original"
+               if r.get("translation_fallbacks") else ""))
