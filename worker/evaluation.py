@@ -228,9 +228,11 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
                 query, _ = translate(q.question)
                 extra = {"translation": query,
                          "translate_ms": round((time.perf_counter() - t0) * 1000, 1)}
+            t0 = time.perf_counter()
             version, ranked, lexical = rank(conn, settings, dataclasses.replace(
                 config, candidates=max(config.candidates, MRR_DEPTH)), query, q.question,
                 limit=MRR_DEPTH, language=lang)
+            extra["rank_ms"] = round((time.perf_counter() - t0) * 1000, 1)
             passages = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
             r = first_hit(passages, q)
             per_question.append({"id": q.id, "language": q.language, "rank": r,
