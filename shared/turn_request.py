@@ -31,6 +31,7 @@ from typing import Any
 
 from shared.config import MODES
 from shared.errors import Unavailable
+from shared.figures import ProjectFigures
 
 VERSION = 1  # what this release writes
 READS = frozenset({1})  # the versions this release reads
@@ -63,6 +64,10 @@ class ProjectBlock:
     text: str
     grounding: tuple[str, ...]
     read_ms: float | None = None
+    # The key figures as data, for an answer written in code (the quotes form); the web tier
+    # reads them from the app with the rest. Optional in the JSON form: a reader of this
+    # version takes a block with or without it.
+    figures: ProjectFigures | None = None
 
     @classmethod
     def from_text(cls, text: str, read_ms: float | None = None) -> ProjectBlock:
@@ -104,7 +109,9 @@ class TurnRequest:
             "project_id": self.project_id,
             "project": None if self.project is None else {
                 "text": self.project.text, "grounding": list(self.project.grounding),
-                "read_ms": self.project.read_ms},
+                "read_ms": self.project.read_ms,
+                **({"figures": self.project.figures.to_json()}
+                   if self.project.figures is not None else {})},
             "tool_data": None if self.tool_data is None else dict(self.tool_data),
         }
 
@@ -181,4 +188,11 @@ def _project(value: Any) -> ProjectBlock | None:
     if read_ms is not None and (isinstance(read_ms, bool)
                                 or not isinstance(read_ms, int | float)):
         raise ContractError("turn request: project read_ms must be a number or null")
-    return ProjectBlock(text, tuple(grounding), None if read_ms is None else float(read_ms))
+    figures = None
+    if value.get("figures") is not None:
+        try:
+            figures = ProjectFigures.from_json(value["figures"])
+        except ValueError as exc:
+            raise ContractError(f"turn request: project {exc}") from None
+    return ProjectBlock(text, tuple(grounding), None if read_ms is None else float(read_ms),
+                        figures)

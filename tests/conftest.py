@@ -205,8 +205,23 @@ def bench_services() -> Iterator[tuple[stack.Supervisor, str]]:
 
 @pytest.fixture(scope="session")
 def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
-    """Web + worker answering with the real local model (SmolLM2 on llama.cpp)."""
-    s = start_stack(services, "real", WEB_PORT, dict(DEMO_TOKENS))
+    """Web + worker answering with the real local model (SmolLM2 on llama.cpp) in prose (the
+    default `auto` form would answer in quotes with it: quotes_stack)."""
+    s = start_stack(services, "real", WEB_PORT, {**DEMO_TOKENS, "ASSISTANT_ANSWER_FORM": "prose"})
+    try:
+        yield s
+    finally:
+        s.sup.stop_all()
+
+
+@pytest.fixture(scope="session")
+def quotes_stack(services: stack.Supervisor, demo_app: str) -> Iterator[Stack]:
+    """Web + worker with the default settings (answer form `auto`: quotes with the bundled
+    model), the demo app for project questions."""
+    s = start_stack(services, "quotes", WEB_PORT + 23, {
+        # Database 0: every other one is some stack's (the offset gives a session its own
+        # Redis server, so a `make run` on the machine is not disturbed).
+        "ASSISTANT_REDIS_URL": redis_url(0), **DEMO_TOKENS, "ASSISTANT_APP_API_URL": demo_app})
     try:
         yield s
     finally:

@@ -40,4 +40,8 @@ def read_project(settings: Settings, app_token: str, project_id: str) -> Project
 
     context, read_ms = read_project_context(
         AppApi(settings.app_api_url, settings.app_api_timeout_s), app_token, project_id)
-    return ProjectBlock(context.text, context.grounding, read_ms)
+    grounding = context.grounding
+    if context.figures is not None:
+        # The figures are structured values written by code: they ground what is said of them.
+        grounding += tuple(n for n in context.figures.numbers() if n not in grounding)
+    return ProjectBlock(context.text, grounding, read_ms, context.figures)

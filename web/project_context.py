@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
+from shared.figures import Farthest, ProjectFigures, Triangle, format_number
 from shared.method import (
     BecomeResult,
     Fuzzy,
@@ -80,6 +81,7 @@ class ProjectContext:
     opinion_count: int
     listed_count: int
     hidden_count: int
+    figures: ProjectFigures | None = None  # the key figures as data (shared/figures.py)
 
 
 @dataclass(frozen=True)
@@ -89,14 +91,6 @@ class _Listed:
     name: str
     position: str
     values: Fuzzy | None
-
-
-def format_number(value: float) -> str:
-    """Rounded to 2 decimals without trailing zeros: 10.0 -> '10', 15.666 -> '15.67'."""
-    # Half up on the float's exact value, like the app's JavaScript toFixed(2): 15.625 -> 15.63.
-    rounded = Decimal(value).quantize(_CENT, context=_ROUNDING)
-    text = f"{rounded:f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
 
 
 def _strip_controls(text: str) -> str:
@@ -431,10 +425,60 @@ def build_context(project: Mapping[str, Any], opinions: Sequence[Mapping[str, An
              *_fenced_lines(project, shown, len(opinions), hidden, len(visible)),
              *_figure_lines(project, result_map, computed, shown, visible, len(opinions))]
     text = "\n".join(lines)
+    figures = project_figures(project, result_map, computed, visible)
     # Only structured values ground the model's numbers, never what members typed (issue 26).
-    return ProjectContext(text=text, grounding=project_grounding(text),
+    return ProjectContext(text=text, grounding=project_grounding(text), figures=figures,
                           opinion_count=len(opinions), listed_count=len(shown),
                           hidden_count=hidden)
+
+
+def _triangle(f: Fuzzy, centroid: float | None = None) -> Triangle:
+    return Triangle(f.lower, f.peak, f.upper, f.centroid if centroid is None else centroid)
+
+
+def project_figures(project: Mapping[str, Any], result: Mapping[str, Any] | None,
+                    computed: BecomeResult | None, visible: Sequence[_Listed]
+                    ) -> ProjectFigures | None:
+    """The key figures of the project as data: the app's stored result (what the app shows),
+    else a recomputation; None when neither exists or the scale is unreadable. The farthest
+    expert is found among those who may be shown (an opted-out member never is)."""
+    low, high = _number(project.get("scale_min")), _number(project.get("scale_max"))
+    if low is None or high is None or not high > low:
+        return None
+    if result is not None:
+        tris = {k: _stored_triangle(result, k)
+                for k in ("best_compromise", "arithmetic_mean", "median")}
+        max_error = _number(result.get("max_error"))
+        experts = _number(result.get("num_experts"))
+        if any(t is None for t in tris.values()) or max_error is None or experts is None:
+            return None
+        # The app derives each centroid from the bounds; its own value wins when given.
+        cents = {k: _number(result[k].get("centroid")) for k in tris}
+        bc, mean, median = (_triangle(tris[k], cents[k]) for k in  # type: ignore[arg-type]
+                            ("best_compromise", "arithmetic_mean", "median"))
+        origin = "stored"
+        likert = _number(result.get("likert_value"))
+        decision = clean_text(result.get("likert_decision"), LIMIT_LIKERT_DECISION) or None
+    elif computed is not None:
+        bc, mean, median = (_triangle(f) for f in
+                            (computed.best_compromise, computed.mean, computed.median))
+        max_error, experts, origin = computed.max_error, float(computed.num_experts), "computed"
+        likert, decision = None, None
+    else:
+        return None
+    compromise = Fuzzy(bc.lower, bc.peak, bc.upper)
+    distances = [(distance_from_compromise(item.values, compromise), item.name)
+                 for item in visible if item.values is not None]
+    # The first listed expert wins a tie, so the same data always names the same person.
+    far = max(distances, key=lambda d: d[0], default=None)
+    return ProjectFigures(
+        origin=origin, experts=int(experts), scale_min=low, scale_max=high,
+        unit=clean_text(project.get("scale_unit"), LIMIT_UNIT), best_compromise=bc,
+        mean=mean, median=median, max_error=max_error,
+        share=agreement_share(max_error, low, high),
+        agreement=agreement_level(max_error, low, high),
+        farthest=None if far is None else Farthest(far[1], far[0]),
+        likert_value=likert, likert_decision=decision)
 
 
 def _triangle_json(f: Fuzzy | None) -> dict[str, float] | None:

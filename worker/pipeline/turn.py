@@ -9,10 +9,11 @@ streamed answer: the done frame is sent and that check reads UNAVAILABLE.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +40,9 @@ from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages, trim_history
+from worker.pipeline.quote_turn import QUOTE_PASSAGES, write_quotes
 from worker.pipeline.repeat import check_repeat
-from worker.pipeline.retrieve import retrieve
+from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.rewrite import (
     looks_like_followup,
     rewrite_followup,
@@ -110,7 +112,10 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
     with emit.step("language") as d:
         d["language"] = trace.language = lang
     query = req.message
-    if s.rewrite_followups and looks_like_followup(req.message, req.history):
+    quotes = s.effective_answer_form == "quotes"
+    # The quotes form runs where the chat model is the bundled tiny one: it would not rewrite a
+    # follow-up faithfully either, and code cannot call tools.
+    if s.rewrite_followups and not quotes and looks_like_followup(req.message, req.history):
         with emit.step("rewrite"):
             query = rewrite_followup(s.translation, req.message, req.history)
             trace.models["rewrite"] = s.translation.model
@@ -128,6 +133,8 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
                 # The translation only helps the search: without it, search the original.
                 d["fallback"] = "original"
     mode, mode_note = choose_mode(req, s)
+    if quotes and mode != "workflow":
+        mode, mode_note = "workflow", f"{mode} mode needs a chat model; answered in quotes."
     if mode != "workflow":
         mode_note = _run_tools(req, deps, emit, trace, lang, search, query, mode,
                                first_token_deadline)
@@ -135,7 +142,10 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
             return
     _check_time(first_token_deadline, deps)
     with emit.step("retrieve") as d, deps.connect() as conn:
-        retrieval = retrieve(conn, s, search, original=query, language=lang)
+        config = RetrievalConfig.from_settings(s)
+        if quotes:
+            config = dataclasses.replace(config, top_k=max(config.top_k, QUOTE_PASSAGES))
+        retrieval = retrieve(conn, s, search, original=query, config=config, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
@@ -154,7 +164,10 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     """Prompt, the streamed answer, checks and the done frame: the same in every mode."""
     s = deps.settings
     _check_time(first_token_deadline, deps)
-    structured = s.answer_form == "structured"
+    if s.effective_answer_form == "quotes":
+        _finish_quotes(req, deps, emit, trace, lang, retrieval, project, extra)
+        return
+    structured = s.effective_answer_form == "structured"
     with emit.step("prompt"):
         messages = build_messages(req.message, req.history, retrieval, lang,
                                   project.text if project else None, structured,
@@ -170,15 +183,53 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
             "valid_json": result.valid_json, "cut": answer.cut, "outcome": result.outcome,
             "clarifying_question": result.clarifying_question,
             "quotes": list(result.quotes), "sources": list(result.sources)}}
+    _conclude(req, deps, emit, trace, lang, retrieval, project, answer, form, extra,
+              result.quotes if structured else None,
+              result.sources if structured else None)
+
+
+def _finish_quotes(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
+                   lang: str, retrieval: Retrieval, project: ProjectBlock | None,
+                   extra: dict[str, Any]) -> None:
+    """The quotes form: the documentation's own words chosen in code, streamed at once."""
+    s = deps.settings
+    asked = [req.message] + ([retrieval.query] if retrieval.query != req.message else [])
+    with emit.step("quotes") as d, deps.connect() as conn:
+        said = write_quotes(conn, s, asked, retrieval, lang, project, req.message)
+        d["quotes"] = len(said.answer.quotes)
+        d["outcome"] = said.answer.outcome
+    trace.models["answer"] = "quotes (written in code, no model)"
+    trace.usage = {"prompt_tokens": 0, "completion_tokens": 0, "model": None}
+    emit.mark("first_token")
+    first_ms = round((time.monotonic() - emit.started) * 1000, 1)
+    # Paragraph by paragraph, as a model's tokens would come: the client renders as it goes.
+    paragraphs = said.answer.text.split("\n\n")
+    for i, part in enumerate(paragraphs):
+        piece = part + ("\n\n" if i < len(paragraphs) - 1 else "")
+        emit.token(piece if s.show_sources else strip_markers(piece))
+    _conclude(req, deps, emit, trace, lang, said.retrieval, project,
+              _Answer(said.answer.text, first_ms), {"structured": said.structured}, extra,
+              said.answer.quotes, said.structured["sources"])
+
+
+def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
+              retrieval: Retrieval, project: ProjectBlock | None, answer: _Answer,
+              form: dict[str, Any], extra: dict[str, Any],
+              quotes: Sequence[dict[str, Any]] | None = None,
+              paths: Sequence[dict[str, Any]] | None = None) -> None:
+    """Checks and the done frame, the same for every form: `retrieval` holds the passages the
+    answer's [n] point at; `quotes` and `paths` the verdicts on its quotes and source paths."""
+    s = deps.settings
     try:
         with emit.step("checks") as d:
             checks = run_checks(answer.text, retrieval, req, project, s.show_sources)
-            if structured:
-                checks["quotes"] = {"valid": all(q["found"] for q in result.quotes),
-                                    "not_found": [q["text"] for q in result.quotes
+            if quotes is not None:
+                checks["quotes"] = {"valid": all(q["found"] for q in quotes),
+                                    "not_found": [q["text"] for q in quotes
                                                   if not q["found"]]}
-                checks["source_paths"] = {"valid": all(x["valid"] for x in result.sources),
-                                          "invalid": [x["path"] for x in result.sources
+            if paths is not None:
+                checks["source_paths"] = {"valid": all(x["valid"] for x in paths),
+                                          "invalid": [x["path"] for x in paths
                                                       if not x["valid"]]}
             d["citations_valid"] = checks["citations"]["valid"]
             d["numbers_valid"] = checks["numbers"]["valid"]
@@ -209,6 +260,7 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
         language=lang,
         answer_language=answer_lang,
         language_differs=answer_lang != lang and {answer_lang, lang} <= {"cs", "en"},
+        answer_form=s.effective_answer_form,
         **form,
         **extra,
     )

@@ -1,0 +1,210 @@
+"""Quotes answer form, in process against a running stack's index: does the first quote come
+from the expected section, and does "I don't know" come where it should?
+
+    python -m bench.quotes_eval [--top-k 5] [--sweep] [--set tune|confirm|all]
+
+Reads the index and the embeddings role of the environment's settings (as `make run` starts
+them). The Czech translation step runs as a chat turn runs it. Span vectors are cached per
+run, so --sweep tries weight settings without asking the embeddings server again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from shared import corpus_store
+from shared.config import settings_from_env
+from shared.errors import ModelError
+from shared.language import detect_language
+from shared.models import embed
+from worker.evaluation import location_matches
+from worker.pipeline.quote_answer import passage_spans
+from worker.pipeline.quotes import COVERED, WEIGHTS, Weights, choose, coverage, rank_spans
+from worker.pipeline.retrieve import RetrievalConfig, rank
+from worker.pipeline.rewrite import translate_fewshot
+
+REPO = Path(__file__).resolve().parent.parent
+SETS = {
+    "dev": REPO.parent / "shared" / "eval" / "dev.jsonl",
+    "heldout": REPO / "bench" / "retrieval" / "heldout.jsonl",
+    "unanswerable": REPO / "bench" / "retrieval" / "heldout-unanswerable.jsonl",
+}
+
+
+def _load(name: str) -> list[dict]:
+    return [json.loads(x) for x in SETS[name].read_text(encoding="utf-8").splitlines()
+            if x.strip()]
+
+
+def questions(which: str) -> list[dict]:
+    """The tune set (dev, held-out 1-32, odd unanswerable) or the confirm set (held-out 33-60,
+    even unanswerable), or both. The confirm set is looked at only after tuning."""
+    dev, held, unans = _load("dev"), _load("heldout"), _load("unanswerable")
+    tune = dev + [q for q in held if int(q["id"].split("-")[1]) <= 32] + \
+        [q for q in unans if int(q["id"].split("-")[1]) % 2 == 1]
+    confirm = [q for q in held if int(q["id"].split("-")[1]) > 32] + \
+        [q for q in unans if int(q["id"].split("-")[1]) % 2 == 0]
+    return {"tune": tune, "confirm": confirm, "all": tune + confirm}[which]
+
+
+def _hit(passage, q: dict) -> bool:
+    targets = ([(q["expected_source"], q.get("expected_location") or "")]
+               if q.get("expected_source") else [])
+    targets += [(a["source"], a.get("location", "")) for a in q.get("also_in") or []]
+    return any(location_matches(passage, s, loc) for s, loc in targets)
+
+
+def collect(which: str, top_k: int) -> list[dict]:
+    """Per question: its passages, spans, and every span's score parts (vectors asked once)."""
+    s = settings_from_env()
+    config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=top_k)
+    cache: dict[tuple[str, str], list[float]] = {}
+
+    def vectors(texts: Sequence[str], kind: str) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if (kind, t) not in cache]
+        if missing:
+            for t, v in zip(missing, embed(s.embeddings, missing, kind,
+                                           s.embedding_prefix_mode), strict=True):
+                cache[(kind, t)] = v
+        return [cache[(kind, t)] for t in texts]
+
+    out = []
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        for q in questions(which):
+            lang = detect_language(q["question"])
+            search = q["question"]
+            if lang == "cs" and s.fewshot_translates:
+                search = _translated(s, q["question"])
+            _v, ranked, lexical = rank(conn, s, config, search, q["question"], language=lang)
+            passages = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
+            t0 = time.perf_counter()
+            spans = passage_spans(passages, lexical)
+            asked = [q["question"]] + ([search] if search != q["question"] else [])
+            # The first pass asks the embeddings server (what a turn's quotes step costs).
+            rank_spans(asked, passages, spans, vectors, _idf(lexical), english=lang != "cs")
+            ms = (time.perf_counter() - t0) * 1000
+            out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
+                        "asked": asked, "lexical": lexical, "ms": ms,
+                        "retrieval_hit": next((i for i, p in enumerate(passages, 1)
+                                               if _hit(p, q)), None)})
+    for r in out:
+        r["vectors"] = vectors
+    return out
+
+
+TRANSLATIONS = Path("var/quotes-eval-translations.json")
+
+
+def _translated(s, question: str) -> str:
+    """The few-shot translation a turn would search, cached across runs (the translator is
+    deterministic at temperature 0); the original when the translator fails, as in a turn."""
+    cache = json.loads(TRANSLATIONS.read_text()) if TRANSLATIONS.exists() else {}
+    if question not in cache:
+        try:
+            cache[question] = translate_fewshot(s.translator, question)
+        except ModelError:
+            return question
+        TRANSLATIONS.parent.mkdir(exist_ok=True)
+        TRANSLATIONS.write_text(json.dumps(cache, ensure_ascii=False, indent=0))
+    return str(cache[question])
+
+
+def _idf(lexical):
+    idf = lexical.bm25.idf
+    return lambda t: float(idf.get(t, 0.0))
+
+
+def score(rows: list[dict], weights: Weights) -> dict:
+    """Per language: first quote from the expected section; don't-know rates."""
+    by: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        cands = rank_spans(r["asked"], r["passages"], r["spans"], r["vectors"],
+                           _idf(r["lexical"]), weights, english=r["lang"] != "cs")
+        vmax = max(r["lexical"].bm25.idf.values())
+        r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax)
+        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights)
+        q = r["q"]
+        d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
+        r["chosen"] = chosen
+        r["best"] = max((c.match for c in cands), default=0.0)
+        if q.get("answerable", True) and q.get("expected_source"):
+            d["first"].append(1.0 if chosen and _hit(r["passages"][chosen[0].n], q) else 0.0)
+            d["idk_ans"].append(0.0 if chosen else 1.0)
+        else:
+            d["idk_unans"].append(0.0 if chosen else 1.0)
+    return {lang: {k: (round(statistics.mean(v), 3), len(v)) if v else None
+                   for k, v in d.items()} for lang, d in by.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the figures (and, with --sweep, a grid of weight settings)."""
+    ap = argparse.ArgumentParser(prog="python -m bench.quotes_eval")
+    ap.add_argument("--set", default="tune", choices=("tune", "confirm", "all"))
+    ap.add_argument("--top-k", type=int, default=5)
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--thresholds", action="store_true")
+    ap.add_argument("--show", action="store_true", help="print each question's first quote")
+    args = ap.parse_args(argv)
+    rows = collect(args.set, args.top_k)
+    print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}")
+    print("defaults", WEIGHTS)
+    for lang in ("en", "cs"):
+        ranks = [r["retrieval_hit"] for r in rows if r["q"]["language"] == lang
+                 and r["q"].get("expected_source")]
+        print(f"retrieval {lang}: " + " ".join(
+            f"hit@{k} {sum(1 for x in ranks if x and x <= k) / len(ranks):.3f}"
+            for k in (1, 3, 5)) + f" (n={len(ranks)})")
+    print(json.dumps(score(rows, WEIGHTS)))
+    ms = sorted(r["ms"] for r in rows)
+    print(f"span ranking ms: p50 {ms[len(ms) // 2]:.0f}, p95 {ms[int(len(ms) * 0.95)]:.0f} "
+          "(first pass asks the embeddings server; later passes are cached)")
+    if args.show:
+        for r in rows:
+            c = r["chosen"][0] if r["chosen"] else None
+            p = r["passages"][c.n] if c else None
+            ok = "HIT " if c and _hit(p, r["q"]) else ("IDK " if not c else "miss")
+            print(f"{ok} {r['q']['id']:14} best={r['best']:.3f} ret={r['retrieval_hit']} "
+                  f"{(p.source + ' | ' + p.section[-50:]) if p else ''}\n      "
+                  f"{r['q']['question'][:80]}\n      -> {c.text[:140] if c else ''}")
+    if args.thresholds:
+        zero = dataclasses.replace(WEIGHTS, threshold=0.0)
+        score(rows, zero)
+        for r in rows:
+            r["best_any"] = r["best"]
+        for lang in ("en", "cs"):
+            mine = [r for r in rows if r["q"]["language"] == lang]
+            ans = sorted(r["best"] for r in mine if r["q"].get("expected_source"))
+            una = sorted(r["best"] for r in mine if not r["q"].get("expected_source"))
+            print(lang, "best match, answerable:", [round(x, 3) for x in ans])
+            print(lang, "best match, unanswerable:", [round(x, 3) for x in una])
+            print(lang, "coverage, answerable:", sorted(round(r["cov"], 2) for r in mine
+                                                        if r["q"].get("expected_source")))
+            print(lang, "coverage, unanswerable:", sorted(
+                (round(r["cov"], 2), r["q"]["question"][:40]) for r in mine
+                if not r["q"].get("expected_source")))
+            for t in [x / 100 for x in range(80, 110, 2)]:
+                print(f"{lang} threshold {t:.2f}: idk answerable "
+                      f"{sum(x < t for x in ans) / len(ans):.2f}, idk unanswerable "
+                      f"{sum(x < t for x in una) / len(una):.2f}")
+    if args.sweep:
+        for dense in (1.0,):
+            for lexical in (0.0, 0.1, 0.2, 0.35):
+                for heading in (0.0, 0.1, 0.2):
+                    for rnk in (0.03, 0.05, 0.08, 0.12, 0.2, 0.4):
+                        w = dataclasses.replace(WEIGHTS, dense=dense, lexical=lexical,
+                                                heading=heading, rank=rnk, rank_other=rnk,
+                                                threshold=0.0)
+                        res = score(rows, w)
+                        line = " ".join(f"{lang}:{v['first'][0] if v['first'] else '-'}"
+                                        for lang, v in sorted(res.items()))
+                        print(f"lex {lexical} head {heading} rank {rnk}: {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The quotes answer form in pure code: spans, ranking, "I don't know", the written answer, and
+every check passing by construction (issue 24)."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+from shared.config import settings_from_env
+from shared.passage import Passage
+from shared.turn_request import TurnRequest
+from worker.pipeline.markers import strip_markers
+from worker.pipeline.quote_answer import compose
+from worker.pipeline.quotes import Weights, choose, coverage, rank_spans
+from worker.pipeline.spans import MAX_SPAN_CHARS, overlap_prefix, split_spans
+from worker.pipeline.structured import fold
+from worker.pipeline.turn import run_checks
+from worker.pipeline.types import Retrieval
+
+METHOD = """The **maximum error Δmax** is a precision indicator that measures the distance \
+between the arithmetic mean and median.
+
+**Formula:**
+```
+Δmax = |centroid(Γ) - centroid(Ω)| / 2
+```
+
+**Interpretation:**
+- **Lower Δmax** → Higher agreement among experts
+- **Higher Δmax** → Greater disagreement or presence of outliers"""
+
+AUTHORS = ("The method was developed by I. Vrana, J. Tyrychtr, and M. Pelikan at the Czech "
+           "University of Life Sciences Prague. It is used e.g. for budgets.")
+
+FAQ = """question: How do I invite experts?
+answer: Open your project, click 'Invite Experts', and enter the email of a registered user."""
+
+
+def _p(pid: str, text: str, section: str = "# Doc > ## Part", lang: str = "en",
+       source: str = "docs/method-description.md") -> Passage:
+    return Passage(pid, source, "Doc", section, lang, text, text, False)
+
+
+def _texts(text: str, skip: int = 0) -> list[str]:
+    return [s.text_of(text) for s in split_spans(text, skip)]
+
+
+def test_sentences_items_and_formula_lines_are_spans_headings_and_labels_are_not() -> None:
+    spans = _texts(METHOD)
+    assert spans[0].startswith("The **maximum error Δmax** is a precision indicator")
+    assert "Δmax = |centroid(Γ) - centroid(Ω)| / 2" in spans
+    assert "**Lower Δmax** → Higher agreement among experts" in spans
+    assert "**Formula:**" not in spans and "```" not in spans
+    assert not any(s.startswith("- ") for s in spans)
+
+
+def test_initials_and_abbreviations_do_not_end_a_sentence() -> None:
+    assert _texts(AUTHORS) == [
+        "The method was developed by I. Vrana, J. Tyrychtr, and M. Pelikan at the Czech "
+        "University of Life Sciences Prague.", "It is used e.g. for budgets."]
+
+
+def test_interface_lines_quote_the_text_not_the_key() -> None:
+    assert _texts(FAQ) == ["How do I invite experts?", "Open your project, click 'Invite "
+                           "Experts', and enter the email of a registered user."]
+
+
+def test_a_long_sentence_is_cut_at_a_boundary_never_inside_a_word() -> None:
+    words = " ".join(f"word{i}, and more" for i in range(60)) + "."
+    spans = _texts(words)
+    assert len(spans) > 1
+    for s in spans:
+        assert len(s) <= MAX_SPAN_CHARS
+        assert re.search(r"\b" + re.escape(s.split()[-1].rstrip(",.")) + r"\b", words)
+        assert words.find(s) >= 0 and (words.find(s) + len(s) == len(words)
+                                       or not words[words.find(s) + len(s)].isalnum())
+
+
+def test_the_chunkers_overlap_fragment_is_not_quoted() -> None:
+    first = "Median is robust. The final result is the best compromise of both measures."
+    second = "compromise of both measures. It averages the mean and the median."
+    skip = overlap_prefix(second, [first, second])
+    assert second[:skip] == "compromise of both measures."
+    assert _texts(second, skip) == ["It averages the mean and the median."]
+    assert overlap_prefix(first, [first, second]) == 0
+
+
+def test_drawings_images_and_bare_links_are_not_spans() -> None:
+    text = ("├── app.py     # the server routes\n\n![The chart](img/chart.png)\n\n"
+            "- [Overview](#overview)\n\nThe chart shows every opinion as a grey triangle.")
+    assert _texts(text) == ["The chart shows every opinion as a grey triangle."]
+
+
+def _vectors_by_words(texts: Sequence[str], kind: str) -> list[list[float]]:
+    """A stand-in for the embeddings role: a bag of a few words (pure code)."""
+    vocab = ["error", "formula", "invite", "experts", "developed", "median", "mean", "email"]
+    return [[float(w in t.lower()) for w in vocab] + [0.1] for t in texts]
+
+
+def _rank(question: str, passages: list[Passage]):  # type: ignore[no-untyped-def]
+    spans = [split_spans(p.text) for p in passages]
+    ranked = rank_spans([question], passages, spans, _vectors_by_words, lambda t: 1.0)
+    return ranked, spans
+
+
+def test_the_best_span_answers_and_an_faq_question_gives_way_to_its_answer() -> None:
+    passages = [_p("a", METHOD), _p("b", FAQ, "invite", source="faq.json")]
+    ranked, spans = _rank("how do I invite experts by email", passages)
+    chosen = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0))
+    assert chosen[0].n == 1 and chosen[0].text.startswith("Open your project")
+
+
+def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
+    passages = [_p("a", METHOD, "# Doc > ## Step 4: the maximum error")]
+    ranked, spans = _rank("what is the capital of France", passages)
+    assert choose(ranked, passages, spans, 0.0) == []
+    answer = compose([], passages, "en")
+    assert answer.outcome == "dont_know" and answer.quotes == ()
+    assert answer.clarifying_question == "Did you mean “Step 4: the maximum error”?"
+    assert answer.nearest[0]["ask"] == \
+        "What does the documentation say about Step 4: the maximum error?"
+    assert compose([], passages, "cs").text.startswith("To nevím")
+
+
+def test_coverage_is_low_for_words_the_passages_never_use() -> None:
+    passages = [_p("a", METHOD)]
+    idf = {"capital": 0.0, "france": 0.0, "maximum": 2.0, "error": 2.0, "what": 0.1,
+           "the": 0.1}
+    low = coverage(["What is the capital of France?"], passages, lambda t: idf.get(t, 0.0), 3.0)
+    high = coverage(["What is the maximum error?"], passages, lambda t: idf.get(t, 0.0), 3.0)
+    assert low < 0.1 < 0.9 < high
+
+
+def test_a_czech_question_gets_czech_wording_and_a_note_for_an_english_page() -> None:
+    passages = [_p("a", METHOD)]
+    ranked, spans = _rank("vzorec pro maximum error formula", passages)
+    chosen = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0))
+    answer = compose(chosen, passages, "cs")
+    assert answer.text.startswith("Dokumentace o tom doslova říká:")
+    assert "„" in answer.text and "(Dokumentace to uvádí anglicky.)" in answer.text
+    assert all(q["note"] == "Dokumentace to uvádí anglicky." for q in answer.quotes)
+
+
+def _request(message: str) -> TurnRequest:
+    return TurnRequest(turn="t", user="u", message=message, language="en", mode="workflow")
+
+
+def test_every_check_passes_by_construction() -> None:
+    """Random questions over fixture passages: whatever is chosen, the citations point at the
+    quoted passages, every number is grounded and every quote is in its passage."""
+    rng = random.Random(24)
+    pool = [_p("a", METHOD), _p("b", AUTHORS, "# About > ## Authors"),
+            _p("c", FAQ, "invite", source="faq.json"),
+            _p("d", "The duration example is FTN(5, 8, 12): 5 days, 8 days and 12 days.\n\n"
+                    "Gx = (5 + 8 + 12) / 3 = 25 / 3 ≈ 8.33", "# Doc > ## Example")]
+    words = "error formula invite experts developed median mean email days".split()
+    settings = settings_from_env({})
+    for _ in range(200):
+        passages = rng.sample(pool, rng.randint(1, 4))
+        question = " ".join(rng.sample(words, 3))
+        ranked, spans = _rank(question, passages)
+        chosen = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0))
+        answer = compose(chosen, passages, rng.choice(["en", "cs"]))
+        quoted = Retrieval(answer.passages, "v", question)
+        checks = run_checks(answer.text, quoted, _request(question), None,
+                            settings.show_sources)
+        assert checks["citations"]["valid"] and checks["numbers"]["valid"], answer.text
+        for q in answer.quotes:
+            assert fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)
+        assert strip_markers(answer.text)  # never empty

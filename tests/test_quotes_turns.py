@@ -1,0 +1,99 @@
+"""Quotes-form turns on a real stack with the default settings: the documentation's own words,
+"I don't know", Czech, and a project's figures from the demo app (issue 24)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assistant_cli.client import ask, http_json
+from demo_app.seed import DEMO_USERS, OFFICE_MOVE
+from shared.config import settings_from_env
+from shared.figures import format_number
+from tests.conftest import Stack
+from tests.wsutil import app_token
+from worker.pipeline.structured import fold
+
+ALICE = DEMO_USERS["alice@example.com"]
+
+
+def _turn(stack: Stack, question: str, **kw: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    frames, done = ask(stack.base_url, app_token(stack, kw.pop("user", "tester")), question,
+                       timeout_s=90, **kw)
+    assert done["type"] == "done", done
+    return [f for f in frames if f["type"] != "ping"], done
+
+
+def test_the_default_is_quotes_with_the_bundled_model_and_prose_with_any_other() -> None:
+    assert settings_from_env({}).effective_answer_form == "quotes"
+    assert settings_from_env({"ASSISTANT_ANSWER_LLM_MODEL": "qwen3.5-9b"}
+                             ).effective_answer_form == "prose"
+    assert settings_from_env({"ASSISTANT_ANSWER_FORM": "prose"}).effective_answer_form == "prose"
+
+
+def test_a_question_is_answered_in_the_documentations_own_words(quotes_stack: Stack) -> None:
+    frames, done = _turn(quotes_stack, "How does the search work?")
+    tokens = "".join(f["text"] for f in frames if f["type"] == "token")
+    assert tokens == done["answer"]
+    assert done["answer_form"] == "quotes" and done["structured"]["outcome"] == "answer"
+    assert done["answer"].startswith("Here is what the documentation says, in its own words:")
+    quotes = done["structured"]["quotes"]
+    assert 1 <= len(quotes) <= 3 and all(q["found"] for q in quotes)
+    assert {s["n"] for s in done["sources"]} == {q["n"] for q in quotes}
+    for q in quotes:
+        source = done["sources"][q["n"] - 1]
+        assert source["source"] == q["source"] and source["section"] == q["section"]
+        assert f"“{q['text']}” [{q['n']}]" in done["answer"]
+    assert any(q["source"] == "docs/how-it-works.md" for q in quotes), quotes
+    checks = done["checks"]
+    assert checks["citations"]["valid"] and checks["numbers"]["valid"]
+    assert checks["quotes"]["valid"]
+    steps = [f["step"] for f in frames if f["type"] == "event"]
+    assert "quotes" in steps and "generate" not in steps  # no chat-model call
+
+
+def test_the_quote_is_the_passages_own_text(quotes_stack: Stack) -> None:
+    _, done = _turn(quotes_stack, "How are the answers checked?")
+    for q in done["structured"]["quotes"]:
+        excerpt = done["sources"][q["n"] - 1]["excerpt"].rstrip("…")
+        # The excerpt is the passage's start; a short passage is whole in it.
+        assert fold(q["text"][:40]) in fold(excerpt) or len(excerpt) >= 399
+
+
+def test_an_off_topic_question_gets_i_dont_know_with_nearest_sections(
+        quotes_stack: Stack) -> None:
+    _, done = _turn(quotes_stack, "What is the capital of France?")
+    block = done["structured"]
+    assert block["outcome"] == "dont_know" and block["quotes"] == []
+    assert done["sources"] == []  # no weak match dressed as support
+    assert block["clarifying_question"] and block["clarifying_question"] in done["answer"]
+    assert done["answer"].startswith("I don't know")
+    assert 1 <= len(block["nearest"]) <= 3 and all(n["ask"] for n in block["nearest"])
+
+
+def test_a_czech_question_gets_czech_wording(quotes_stack: Stack) -> None:
+    _, done = _turn(quotes_stack, "Jak funguje vyhledávání v dokumentaci?")
+    assert done["language"] == "cs"
+    if done["structured"]["outcome"] == "answer":
+        assert done["answer"].startswith("Dokumentace o tom doslova říká:")
+        # The test corpus is English only: each quote says so.
+        assert all(q["note"] == "Dokumentace to uvádí anglicky."
+                   for q in done["structured"]["quotes"])
+    else:
+        assert done["answer"].startswith("To nevím")
+
+
+def test_a_project_question_states_the_apps_own_result(quotes_stack: Stack) -> None:
+    _, done = _turn(quotes_stack, "What is the best compromise in this project?",
+                    user=ALICE, project_id=OFFICE_MOVE)
+    project = done["structured"]["project"]
+    assert project is not None
+    status, result = http_json("GET", f"{quotes_stack.settings.app_api_url}/api/v1/projects/"
+                               f"{OFFICE_MOVE}/result", headers={
+                                   "Authorization": f"Bearer {app_token(quotes_stack, ALICE)}"})
+    assert status == 200
+    first = project["lines"][0]
+    assert done["answer"].startswith(first)
+    bc = result["best_compromise"]
+    assert " / ".join(format_number(bc[k]) for k in ("lower", "peak", "upper")) in first
+    assert format_number(result["max_error"]) in project["lines"][1]
+    assert done["checks"]["numbers"]["valid"], done["checks"]

@@ -1,0 +1,135 @@
+"""The quotes form's answer, written in code in the question's language: a fixed lead-in, the
+chosen spans verbatim with their [n], or "I don't know" with one clarifying question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.passage import Passage
+from worker.pipeline.bm25 import LexicalIndex
+from worker.pipeline.quotes import Candidate
+from worker.pipeline.spans import Span, overlap_prefix, split_spans
+
+WORDING: dict[str, dict[str, str]] = {
+    "en": {
+        "lead_in": "Here is what the documentation says, in its own words:",
+        "dont_know": "I don't know: the documentation I can search does not answer this.",
+        "clarify": "Did you mean {options}?",
+        "clarify_none": "Could you say which part of BeCoMe or its app you are asking about?",
+        "or": "or",
+        "ask": "What does the documentation say about {section}?",
+        "english": "The documentation says this in English.",
+        "open": "“", "close": "”",
+    },
+    "cs": {
+        "lead_in": "Dokumentace o tom doslova říká:",
+        "dont_know": "To nevím: dokumentace, kterou mohu prohledat, na to neodpovídá.",
+        "clarify": "Myslíte {options}?",
+        "clarify_none": "Můžete upřesnit, na kterou část metody BeCoMe nebo aplikace se ptáte?",
+        "or": "nebo",
+        "ask": "Co říká dokumentace o části {section}?",
+        "english": "Dokumentace to uvádí anglicky.",
+        "open": "„", "close": "“",
+    },
+}
+MAX_NEAREST = 3
+
+
+def wording(lang: str) -> dict[str, str]:
+    """The form's sentences in the question's language (English when it is neither)."""
+    return WORDING.get(lang, WORDING["en"])
+
+
+def passage_spans(passages: Sequence[Passage], lexical: LexicalIndex) -> list[list[Span]]:
+    """Each passage's spans, an overlap fragment from the previous piece left out."""
+    siblings: dict[tuple[str, str], list[str]] = {}
+    wanted = {(p.source, p.section) for p in passages}
+    for p in lexical.passages:
+        if (p.source, p.section) in wanted:
+            siblings.setdefault((p.source, p.section), []).append(p.text)
+    return [split_spans(p.text, overlap_prefix(p.text, siblings.get((p.source, p.section), [])))
+            for p in passages]
+
+
+def leaf(section: str) -> str:
+    """A heading path's last heading (or a key path's last key), without # marks."""
+    return section.split(" > ")[-1].lstrip("#").strip()
+
+
+@dataclass(frozen=True)
+class QuotesAnswer:
+    """What the form says: its text (as streamed) and the done frame's structured block."""
+
+    text: str
+    outcome: str
+    passages: tuple[Passage, ...]  # the quoted passages, numbered [1].. in this order
+    quotes: tuple[dict[str, Any], ...]
+    clarifying_question: str | None = None
+    nearest: tuple[dict[str, Any], ...] = ()
+    lead: tuple[str, ...] = field(default=())
+
+    def structured(self, lead_in: str) -> dict[str, Any]:
+        """The block the structured form's done frame carries, plus the form's own fields."""
+        return {"valid_json": True, "cut": False, "outcome": self.outcome,
+                "lead_in": lead_in if self.outcome == "answer" else None,
+                "clarifying_question": self.clarifying_question,
+                "quotes": list(self.quotes),
+                "sources": [{"path": p.source, "valid": True}
+                            for p in dict.fromkeys(self.passages)],
+                "nearest": list(self.nearest)}
+
+
+def _options(names: Sequence[str], w: dict[str, str]) -> str:
+    quoted = [f"{w['open']}{n}{w['close']}" for n in names]
+    if len(quoted) == 1:
+        return quoted[0]
+    return ", ".join(quoted[:-1]) + f" {w['or']} " + quoted[-1]
+
+
+def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
+            lead: Sequence[str] = ()) -> QuotesAnswer:
+    """The answer from the chosen spans; "I don't know" when there are none.
+
+    `lead`: paragraphs written in code before the quotes (a project's key figures)."""
+    w = wording(lang)
+    if not chosen:
+        names = list(dict.fromkeys(leaf(p.section) for p in passages if leaf(p.section)))
+        names = names[:MAX_NEAREST]
+        question = w["clarify"].format(options=_options(names, w)) if names \
+            else w["clarify_none"]
+        nearest = tuple({"title": p.title, "section": p.section, "source": p.source,
+                         "ask": w["ask"].format(section=leaf(p.section))}
+                        for p in _distinct_sections(passages)[:MAX_NEAREST])
+        body = [*lead] if lead else [w["dont_know"], question]
+        return QuotesAnswer("\n\n".join(body), "answer" if lead else "dont_know", (), (),
+                            None if lead else question, () if lead else nearest, tuple(lead))
+    quoted: list[Passage] = []
+    quotes: list[dict[str, Any]] = []
+    lines: list[str] = [*lead, w["lead_in"]]
+    english_note = False
+    for c in chosen:
+        p = passages[c.n]
+        if p not in quoted:
+            quoted.append(p)
+        n = quoted.index(p) + 1
+        note = w["english"] if lang == "cs" and p.lang != "cs" else None
+        english_note = english_note or note is not None
+        quotes.append({"n": n, "text": c.text, "found": True, "source": p.source,
+                       "section": p.section, "language": p.lang, "note": note})
+        lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
+    if english_note:
+        lines.append(f"({w['english']})")
+    return QuotesAnswer("\n\n".join(lines), "answer", tuple(quoted), tuple(quotes),
+                        lead=tuple(lead))
+
+
+def _distinct_sections(passages: Sequence[Passage]) -> list[Passage]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for p in passages:
+        if (p.source, p.section) not in seen:
+            seen.add((p.source, p.section))
+            out.append(p)
+    return out

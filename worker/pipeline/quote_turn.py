@@ -1,0 +1,90 @@
+"""The quotes form's step of a turn: spans of the retrieved passages ranked, chosen and written
+out (no chat-model call); the project's figures first for a project question."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from shared.config import Settings
+from shared.models import embed
+from shared.turn_request import ProjectBlock
+from worker.pipeline.bm25 import lexical_index
+from worker.pipeline.project_summary import summary_lines
+from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans, wording
+from worker.pipeline.quotes import COVERED, choose, coverage, rank_spans
+from worker.pipeline.retrieve import RetrievalConfig
+from worker.pipeline.structured import fold
+from worker.pipeline.types import Retrieval
+
+# The quotes form looks at more passages than a prompt holds: only the quoted ones are cited.
+QUOTE_PASSAGES = 5
+VECTOR_CACHE = 4096  # span and question vectors kept per process (about 1.5 kB each)
+
+_vectors: OrderedDict[tuple[str, str, str], list[float]] = OrderedDict()
+_vectors_lock = threading.Lock()
+
+
+def cached_vectors(settings: Settings, texts: Sequence[str], kind: str) -> list[list[float]]:
+    """Vectors from the embeddings role, the ones asked for before taken from memory."""
+    model = settings.embeddings.model
+    with _vectors_lock:
+        have = {t: _vectors.get((model, kind, t)) for t in texts}
+    missing = [t for t in dict.fromkeys(texts) if have[t] is None]
+    if missing:
+        fresh = embed(settings.embeddings, missing, kind, settings.embedding_prefix_mode)
+        with _vectors_lock:
+            for t, fresh_vector in zip(missing, fresh, strict=True):
+                have[t] = fresh_vector
+                _vectors[(model, kind, t)] = fresh_vector
+            while len(_vectors) > VECTOR_CACHE:
+                _vectors.popitem(last=False)
+    return [vec for t in texts if (vec := have[t]) is not None]
+
+
+@dataclass(frozen=True)
+class Said:
+    """What the quotes step wrote: the answer and the done frame's structured block."""
+
+    answer: QuotesAnswer
+    structured: dict[str, Any]
+    retrieval: Retrieval  # the quoted passages, numbered as the answer cites them
+
+
+def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequence[str],
+                 retrieval: Retrieval, lang: str, project: ProjectBlock | None,
+                 message: str) -> Said:
+    """Rank the spans, choose the quotes (or "I don't know") and write the answer."""
+    config = RetrievalConfig.from_settings(settings)
+    lexical = lexical_index(conn, retrieval.index_version, config.fold_diacritics,
+                            config.lemmatize, config.split_identifiers)
+    idf_table = lexical.bm25.idf
+
+    def idf(term: str) -> float:
+        return float(idf_table.get(term, 0.0))
+
+    passages = list(retrieval.passages)
+    spans = passage_spans(passages, lexical)
+    ranked = rank_spans(questions, passages, spans,
+                        lambda texts, kind: cached_vectors(settings, texts, kind), idf,
+                        english=lang != "cs")
+    covered = coverage(questions, passages[:COVERED], idf, max(idf_table.values(), default=1))
+    chosen = choose(ranked, passages, spans, covered)
+    figures = project.figures if project is not None else None
+    lead = summary_lines(figures, lang, message) if figures is not None else []
+    answer = compose(chosen, passages, lang, lead)
+    # Verified, not assumed: each quote is looked up in its own passage's text (B-26).
+    quotes = tuple({**q, "found": bool(q["text"].strip())
+                    and fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)}
+                   for q in answer.quotes)
+    answer = QuotesAnswer(answer.text, answer.outcome, answer.passages, quotes,
+                          answer.clarifying_question, answer.nearest, answer.lead)
+    block = answer.structured(wording(lang)["lead_in"])
+    block["project"] = {"lines": lead, "figures": figures.to_json()} if figures else None
+    return Said(answer, block, Retrieval(answer.passages, retrieval.index_version,
+                                         retrieval.query))

@@ -1,0 +1,184 @@
+"""A passage cut into quotable spans: sentences, list items, table rows, formula lines and
+interface strings, each a verbatim slice of the passage text (the quotes answer form)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_SPAN_CHARS = 300
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_RULE = re.compile(r"^\s*([-*_]\s*){3,}$")
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_ITEM = re.compile(r"^(\s*(?:[-*+]|\d{1,3}[.)])\s+)(.*\S)\s*$")
+# An interface text's line: "key.path: the text" (corpus_jobs/loaders.py writes JSON so).
+_JSON_LINE = re.compile(r"^([\w.\-\[\]]+):\s+(.*\S)\s*$")
+_LINK_ONLY = re.compile(r"^!?\[[^\]]*\]\([^)]*\)[.,;]?$")
+# mkdocs admonitions ("!!! warning") and HTML comments are markup, not text.
+_MARKUP_LINE = re.compile(r"^\s*(!!!|\?\?\?|<!--)")
+# A bold label with nothing after it ("**Formula:**"): a heading in disguise.
+_LABEL_ONLY = re.compile(r"^\*\*[^*]{1,40}\*\*:?$|^[^\s]{1,40}:$")
+# Where a sentence may end: . ! ? … then closing marks, then space, then an opening mark,
+# a capital, a digit or markup.
+_BOUNDARY = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+(?=[\"'„“«(\[*`_]*[A-ZÁČĎÉĚÍŇÓŘŠŤÚŮÝŽ0-9])")
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf dr mr mrs ms no fig approx tj např cca tzv atd apod resp příp str čís "
+    "viz srov".split())
+_WORD = re.compile(r"\w", re.UNICODE)
+# A file tree or a drawing, not prose.
+_DRAWING = re.compile(r"[│├└┌┐┘┼─═║╔╗╚╝]")
+# corpus_jobs/chunker.py starts a later piece of a long section with at most this many
+# characters of the previous piece's tail.
+MAX_OVERLAP = 60
+
+
+@dataclass(frozen=True)
+class Span:
+    """A verbatim slice text[start:end] of one passage, and what kind of block it came from."""
+
+    start: int
+    end: int
+    kind: str  # sentence | item | row | code | line
+    block: int  # spans of one paragraph, list, table or code block share a block number
+    key: str = ""  # an interface text's key path (kind "line")
+
+    def text_of(self, passage_text: str) -> str:
+        """The span's own characters."""
+        return passage_text[self.start:self.end]
+
+
+def _alnum_share(text: str) -> float:
+    chars = [c for c in text if not c.isspace()]
+    return sum(1 for c in chars if c.isalnum()) / len(chars) if chars else 0.0
+
+
+def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence slices of text[start:end], never split after an abbreviation or an initial."""
+    out: list[tuple[int, int]] = []
+    begin = start
+    for m in _BOUNDARY.finditer(text, start, end):
+        before = text[begin:m.start()].rstrip("\"'”’»)]")
+        last = before.split()[-1] if before.split() else ""
+        word = last.rstrip(".!?…").lower()
+        if last.endswith(".") and (word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            continue
+        out.append((begin, m.start()))
+        begin = m.end()
+    out.append((begin, end))
+    return [(a, b) for a, b in out if text[a:b].strip()]
+
+
+def _trim(text: str, a: int, b: int) -> tuple[int, int]:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
+def _bounded(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """A slice cut to at most MAX_SPAN_CHARS at a clause or word boundary (never inside a
+    word), as many pieces as it takes."""
+    out = []
+    while b - a > MAX_SPAN_CHARS:
+        window = text[a:a + MAX_SPAN_CHARS]
+        cut = max(window.rfind("; "), window.rfind(", "), window.rfind(": "))
+        if cut < MAX_SPAN_CHARS // 2:
+            cut = window.rfind(" ")
+        if cut <= 0:
+            break
+        out.append(_trim(text, a, a + cut + 1))
+        a = a + cut + 1
+    out.append(_trim(text, a, b))
+    return [(x, y) for x, y in out if y > x]
+
+
+def _quotable(piece: str) -> bool:
+    """Worth quoting: some words, not a bare link, label or drawing."""
+    stripped = piece.strip()
+    if len(_WORD.findall(stripped)) < 4 or _LINK_ONLY.match(stripped):
+        return False
+    if _LABEL_ONLY.match(stripped) or _DRAWING.search(stripped):
+        return False
+    return _alnum_share(stripped) >= 0.4
+
+
+def overlap_prefix(text: str, siblings: list[str]) -> int:
+    """How many leading characters of a piece repeat the tail of another piece of its section
+    (the chunker's overlap): that fragment is quoted whole in the other piece."""
+    for k in range(min(MAX_OVERLAP, len(text) - 1), 4, -1):
+        if text[k] in " \n" and any(s != text and s.endswith(text[:k]) for s in siblings):
+            return k
+    return 0
+
+
+def split_spans(text: str, skip: int = 0) -> list[Span]:
+    """Every quotable span of a passage's text, in order, after its first `skip` characters
+    (an overlap fragment, see overlap_prefix)."""
+    spans: list[Span] = []
+    block = 0
+    in_fence = False
+    para: tuple[int, int] | None = None
+    pos = skip
+
+    def flush() -> None:
+        nonlocal para, block
+        if para is None:
+            return
+        a, b = para
+        for x, y in _sentences(text, a, b):
+            for u, v in _bounded(text, x, y):
+                spans.append(Span(u, v, "sentence", block))
+        para = None
+        block += 1
+
+    previous_kind = ""
+    for raw in text[skip:].splitlines(keepends=True):
+        a, b = pos, pos + len(raw.rstrip("\r\n"))
+        pos += len(raw)
+        line = text[a:b]
+        if _FENCE.match(line):
+            flush()
+            in_fence = not in_fence
+            block += 1
+            previous_kind = ""
+            continue
+        if not line.strip():
+            flush()
+            previous_kind = ""
+            continue
+        key = ""
+        if in_fence:
+            kind = "code"
+            x, y = _trim(text, a, b)
+        elif (_HEADING.match(line) or _RULE.match(line) or _TABLE_SEPARATOR.match(line)
+              or _MARKUP_LINE.match(line)):
+            flush()
+            previous_kind = ""
+            continue
+        elif line.lstrip().startswith("|"):
+            kind = "row"
+            x, y = _trim(text, a, b)
+        elif (m := _ITEM.match(line)) is not None:
+            kind = "item"
+            x, y = a + m.start(2), a + m.end(2)
+        elif (m := _JSON_LINE.match(line)) is not None and "/" not in m.group(1):
+            kind = "line"
+            key = m.group(1)
+            x, y = a + m.start(2), a + m.end(2)
+        else:
+            # Paragraph text; a wrapped line joins the paragraph it continues.
+            para = (para[0], b) if para is not None else (a, b)
+            previous_kind = "sentence"
+            continue
+        flush()
+        if kind != previous_kind:
+            block += 1
+        previous_kind = kind
+        pieces = _sentences(text, x, y) if kind in ("item", "line") else [(x, y)]
+        for u0, v0 in pieces:
+            for u, v in _bounded(text, u0, v0):
+                spans.append(Span(u, v, kind, block, key))
+    flush()
+    return [s for s in spans if _quotable(s.text_of(text))]
