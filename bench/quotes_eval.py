@@ -60,7 +60,7 @@ def _hit(passage, q: dict) -> bool:
     return any(location_matches(passage, s, loc) for s, loc in targets)
 
 
-def collect(which: str, top_k: int) -> list[dict]:
+def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
     """Per question: its passages, spans, and every span's score parts (vectors asked once)."""
     s = settings_from_env()
     config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=top_k)
@@ -79,7 +79,7 @@ def collect(which: str, top_k: int) -> list[dict]:
         for q in questions(which):
             lang = detect_language(q["question"])
             search = q["question"]
-            if lang == "cs" and s.fewshot_translates:
+            if translate and lang == "cs" and s.fewshot_translates:
                 search = _translated(s, q["question"])
             _v, ranked, lexical = rank(conn, s, config, search, q["question"], language=lang)
             passages = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
@@ -149,10 +149,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--thresholds", action="store_true")
+    ap.add_argument("--no-translate", action="store_true",
+                    help="search a Czech question as asked (no few-shot translation)")
     ap.add_argument("--show", action="store_true", help="print each question's first quote")
     args = ap.parse_args(argv)
-    rows = collect(args.set, args.top_k)
-    print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}")
+    rows = collect(args.set, args.top_k, not args.no_translate)
+    print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}, "
+          f"translation {'off' if args.no_translate else 'as a turn runs it'}")
     print("defaults", WEIGHTS)
     for lang in ("en", "cs"):
         ranks = [r["retrieval_hit"] for r in rows if r["q"]["language"] == lang

@@ -221,7 +221,7 @@ def quotes_stack(services: stack.Supervisor, demo_app: str) -> Iterator[Stack]:
     s = start_stack(services, "quotes", WEB_PORT + 23, {
         # Database 0: every other one is some stack's (the offset gives a session its own
         # Redis server, so a `make run` on the machine is not disturbed).
-        "ASSISTANT_REDIS_URL": redis_url(0), **DEMO_TOKENS, "ASSISTANT_APP_API_URL": demo_app})
+        "ASSISTANT_REDIS_URL": redis_url(0), "ASSISTANT_APP_API_URL": demo_app})
     try:
         yield s
     finally:
