@@ -190,9 +190,11 @@ def _project(value: Any) -> ProjectBlock | None:
         raise ContractError("turn request: project read_ms must be a number or null")
     figures = None
     if value.get("figures") is not None:
+        # Optional, and only the quotes form's summary reads it: a shape this release cannot
+        # read (another release's) leaves the summary out rather than refusing the turn.
         try:
             figures = ProjectFigures.from_json(value["figures"])
-        except ValueError as exc:
-            raise ContractError(f"turn request: project {exc}") from None
+        except ValueError:
+            figures = None
     return ProjectBlock(text, tuple(grounding), None if read_ms is None else float(read_ms),
                         figures)

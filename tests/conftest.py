@@ -52,6 +52,9 @@ TEST_ENV = {
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
     "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{port(8093)}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
+    # The suite's stacks test the model's path (scripted or real): prose. quotes_stack runs
+    # the default (`auto`, quotes with the bundled model).
+    "ASSISTANT_ANSWER_FORM": "prose",
     # Named, so `run` serves these small docs rather than the BeCoMe corpus found in ../shared.
     "ASSISTANT_CORPUS_MANIFEST": "corpus_jobs/manifests/default.toml",
     # The suite sends many messages as one user from one address: generous quotas here;
@@ -207,7 +210,7 @@ def bench_services() -> Iterator[tuple[stack.Supervisor, str]]:
 def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
     """Web + worker answering with the real local model (SmolLM2 on llama.cpp) in prose (the
     default `auto` form would answer in quotes with it: quotes_stack)."""
-    s = start_stack(services, "real", WEB_PORT, {**DEMO_TOKENS, "ASSISTANT_ANSWER_FORM": "prose"})
+    s = start_stack(services, "real", WEB_PORT, dict(DEMO_TOKENS))
     try:
         yield s
     finally:
@@ -221,7 +224,8 @@ def quotes_stack(services: stack.Supervisor, demo_app: str) -> Iterator[Stack]:
     s = start_stack(services, "quotes", WEB_PORT + 23, {
         # Database 0: every other one is some stack's (the offset gives a session its own
         # Redis server, so a `make run` on the machine is not disturbed).
-        "ASSISTANT_REDIS_URL": redis_url(0), "ASSISTANT_APP_API_URL": demo_app})
+        "ASSISTANT_REDIS_URL": redis_url(0), "ASSISTANT_APP_API_URL": demo_app,
+        "ASSISTANT_ANSWER_FORM": "auto"})
     try:
         yield s
     finally:
