@@ -61,7 +61,7 @@ def test_the_quote_is_the_passages_own_text(quotes_stack: Stack) -> None:
 
 def test_an_off_topic_question_gets_i_dont_know_with_nearest_sections(
         quotes_stack: Stack) -> None:
-    _, done = _turn(quotes_stack, "What is the capital of France?")
+    _, done = _turn(quotes_stack, "How long should I boil an egg for a soft yolk?")
     block = done["structured"]
     assert block["outcome"] == "dont_know" and block["quotes"] == []
     assert done["sources"] == []  # no weak match dressed as support
