@@ -214,7 +214,9 @@ def test_caption_languages_setting() -> None:
     from shared.config import settings_from_env
     from shared.errors import ConfigError
 
-    assert settings_from_env({}).caption_languages == ("en", "cs")
+    assert settings_from_env({}).caption_languages == ("en",), "measured: English only"
+    assert settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": "en,cs"}).caption_languages == \
+        ("en", "cs")
     assert settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": "off"}).caption_languages == ()
     assert settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": " EN "}).caption_languages == ("en",)
     with pytest.raises(ConfigError, match="ASSISTANT_CAPTION_LANGUAGES"):
