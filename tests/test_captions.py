@@ -116,7 +116,7 @@ def test_the_build_takes_the_file_then_the_cache_then_the_caption_role(
     s, root = corpus
     write_file(root, only=("docs/a.md",))
     write_file(root, only=("docs/b.md",), label="imported", name="other.json")
-    env_dsn = ["--dsn", s.corpus_dsn]
+    env_dsn = ["--dsn", s.corpus_dsn, "--languages", "en,cs"]
     assert main(["corpus", "captions", "--manifest", str(root / "m.toml"), "--import",
                  str(root / "other.json"), *env_dsn]) == 0
     assert "imported 2 captions of 1 passages" in capsys.readouterr().out
