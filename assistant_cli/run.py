@@ -181,8 +181,10 @@ def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | Non
         sup.start("beat", _celery("beat", "--loglevel", "INFO", "-s",
                                   str(plan.var_dir / "celerybeat-schedule")), env=env)
     if plan.flower:
-        proc = sup.start("flower", _celery("flower", "--address=127.0.0.1",
-                                           f"--port={plan.flower_port}"), env=env)
+        # Through the Host guard: a DNS-rebinding page gets 421 (assistant_cli/flower_guard.py).
+        proc = sup.start("flower", [sys.executable, "-m", "assistant_cli.flower_guard",
+                                    "--address=127.0.0.1", f"--port={plan.flower_port}"],
+                         env=env)
         stack.wait_until(lambda: stack.http_ok(f"http://127.0.0.1:{plan.flower_port}/healthcheck"),
                          60, "flower", proc)
     if plan.web:

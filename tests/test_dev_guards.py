@@ -83,3 +83,35 @@ def test_run_accepts_a_loopback_bind_in_dev(bind: str) -> None:
     from assistant_cli.run import check_bind
 
     check_bind(settings_from_env({}), bind, allow_remote=False)
+
+
+def test_flower_answers_only_a_loopback_host(services: stack.Supervisor) -> None:
+    """`run`'s Flower (assistant_cli/flower_guard.py): a foreign Host, as a DNS-rebinding page
+    sends it, gets 421; 127.0.0.1 and localhost get Flower."""
+    import http.client
+
+    from assistant_cli.flower_guard import host_name
+    from assistant_cli.run import Plan, start_processes
+    from tests.conftest import VAR, port, stack_env
+
+    assert [host_name(h) for h in ("127.0.0.1:5555", "localhost", "[::1]:5555", "evil:80")] \
+        == ["127.0.0.1", "localhost", "::1", "evil"]
+    flower = port(5567)
+    sup = stack.Supervisor(VAR / "log")
+    try:
+        start_processes(sup, Plan(var_dir=VAR, name="guard-flower", flower_port=flower,
+                                  web=False, worker=False, beat=False), env=stack_env({}))
+
+        def status(host: str) -> int:
+            conn = http.client.HTTPConnection("127.0.0.1", flower, timeout=10)
+            conn.request("GET", "/", headers={"Host": host})
+            code = conn.getresponse().status
+            conn.close()
+            return code
+
+        assert status(f"127.0.0.1:{flower}") == 200
+        assert status(f"localhost:{flower}") == 200
+        for foreign in (f"evil.example:{flower}", "evil.example", f"127.0.0.1.evil.example:{flower}"):
+            assert status(foreign) == 421, foreign
+    finally:
+        sup.stop_all()
