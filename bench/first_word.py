@@ -6,6 +6,9 @@ each with the prompt's token count from the done frame's usage. Each turn is sto
 first word (the rest of the answer is not what is measured).
 
 Run: .venv/bin/python -m bench.first_word --questions 20
+     .venv/bin/python -m bench.first_word --questions 20 --form quotes   # no model call
+With --form quotes the documentation questions are asked in Czech too (the translation step
+runs before the first word).
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ DOC_QUESTIONS = [
     "Where are traces stored?", "How is the conversation history trimmed?",
     "What does the done frame contain?", "How are Czech questions searched?",
     "What is BM25 used for?", "How does the panel show sources?",
+]
+CZECH_QUESTIONS = [
+    "Jak funguje vyhledávání?", "Co asistent posílá modelu?", "Jak se kontrolují citace?",
+    "Co se stane, když worker spadne uprostřed odpovědi?", "Jak znovu sestavím index?",
+    "Které modely běží lokálně?", "Co je to lístek (ticket)?", "Jak zastavím odpověď?",
+    "Jak se kontrolují čísla?", "Které jazyky asistent podporuje?",
 ]
 PROJECT_QUESTIONS = [
     "What is the best compromise of my project?", "How far apart are the experts?",
@@ -130,6 +139,8 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=20, help="questions of each kind (max 20)")
     ap.add_argument("--only", choices=["docs", "project"], default=None,
                     help="measure one kind of question only")
+    ap.add_argument("--form", choices=["prose", "quotes"], default="prose",
+                    help="the answer form (quotes: written in code, no model call)")
     args = ap.parse_args()
     n = max(1, min(args.questions, 20))
     with conftest.bench_services() as (sup, _scripted):
@@ -137,7 +148,7 @@ def main() -> None:
         demo_app = start_demo_app(sup, conftest.port(8031), dsn, conftest.stack_env({}))
         st = conftest.start_stack(sup, "bench-first-word", conftest.WEB_PORT + 20, {
             "ASSISTANT_REDIS_URL": conftest.redis_url(9),
-            "ASSISTANT_APP_API_URL": demo_app})
+            "ASSISTANT_APP_API_URL": demo_app, "ASSISTANT_ANSWER_FORM": args.form})
         from web.app_api import AppApi, read_project_context
 
         try:
@@ -145,18 +156,22 @@ def main() -> None:
             context, _ms = read_project_context(AppApi(demo_app, 10), token, FLOOD_PLAN)
 
             def doc_count(q: str) -> int:
-                return prompt_tokens(st, q, None)
+                return 0 if args.form == "quotes" else prompt_tokens(st, q, None)
 
             def project_count(q: str) -> int:
-                return prompt_tokens(st, q, context.text)
+                return 0 if args.form == "quotes" else prompt_tokens(st, q, context.text)
 
             # One warm-up turn of each kind (model load, connections).
             docs: list[tuple[float, int]] = []
+            czech: list[tuple[float, int]] = []
             projects: list[tuple[float, int]] = []
             if args.only != "project":
                 first_words(st.base_url, lambda: app_token(st), ["What is BeCoMe?"], None, doc_count)
                 docs = first_words(st.base_url, lambda: app_token(st), DOC_QUESTIONS[:n], None,
                                    doc_count)
+                if args.form == "quotes":
+                    czech = first_words(st.base_url, lambda: app_token(st),
+                                        CZECH_QUESTIONS[:n], None, doc_count)
             if args.only != "docs":
                 first_words(st.base_url, lambda: alice_token(demo_app), ["What is my project about?"], FLOOD_PLAN,
                             project_count)
@@ -168,6 +183,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     if docs:
         print(report("documentation", docs))
+    if czech:
+        print(report("documentation, Czech", czech))
     if projects:
         print(report("project (60 opinions)", projects))
 
