@@ -169,3 +169,21 @@ def test_every_check_passes_by_construction() -> None:
         for q in answer.quotes:
             assert fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)
         assert strip_markers(answer.text)  # never empty
+
+
+def test_the_same_quotes_for_another_question_are_no_copy() -> None:
+    """The repeat check looks for a model copying its last answer; quotes chosen in code from
+    this question's passages are not flagged when an earlier question got the same ones."""
+    from shared.turn_request import Message
+
+    passages = [_p("a", METHOD)]
+    ranked, spans = _rank("formula of the maximum error", passages)
+    answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)),
+                     passages, "en")
+    req = TurnRequest(turn="t", user="u", message="what is the error formula", language="en",
+                      mode="workflow", history=(Message("user", "formula of the max error"),
+                                                Message("assistant", answer.text)))
+    quoted = Retrieval(answer.passages, "v", "q")
+    assert run_checks(answer.text, quoted, req, None, True)["repeat"]["valid"] is False
+    assert run_checks(answer.text, quoted, req, None, True,
+                      written_in_code=True)["repeat"]["valid"] is True

@@ -41,7 +41,7 @@ from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.quote_turn import QUOTE_PASSAGES, write_quotes
-from worker.pipeline.repeat import check_repeat
+from worker.pipeline.repeat import RepeatCheck, check_repeat
 from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.rewrite import (
     looks_like_followup,
@@ -222,7 +222,8 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
     s = deps.settings
     try:
         with emit.step("checks") as d:
-            checks = run_checks(answer.text, retrieval, req, project, s.show_sources)
+            checks = run_checks(answer.text, retrieval, req, project, s.show_sources,
+                                written_in_code=s.effective_answer_form == "quotes")
             if quotes is not None:
                 checks["quotes"] = {"valid": all(q["found"] for q in quotes),
                                     "not_found": [q["text"] for q in quotes
@@ -382,7 +383,8 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 
 
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
-               project: ProjectBlock | None, show_sources: bool) -> dict[str, Any]:
+               project: ProjectBlock | None, show_sources: bool,
+               written_in_code: bool = False) -> dict[str, Any]:
     """Citation, number, prompt-echo and repeat checks (B-24, B-25); flags only, the answer is
     never changed.
 
@@ -403,8 +405,10 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
     preface, data = split_project(project.text) if project is not None else ("", "")
     echo = _guarded(req, "prompt_echo", lambda: check_echo(answer, [*grounding, data],
                                                            [preface] if preface else []))
-    repeat = _guarded(req, "repeat", lambda: check_repeat(answer, req.message,
-                                                          trim_history(req.history)))
+    # The repeat check is for a model copying its last answer; the quotes form chooses from
+    # this question's passages only, so two questions with the same best span are no copy.
+    repeat = RepeatCheck(None, 0.0) if written_in_code else _guarded(
+        req, "repeat", lambda: check_repeat(answer, req.message, trim_history(req.history)))
     if citations is None:
         # With sources off no marker reaches the user: the flag reads valid all the same.
         cite_flag: dict[str, Any] = dict(UNAVAILABLE) if show_sources else {
