@@ -125,7 +125,12 @@ def banner(settings: Settings, served: ServedModel | None, form: str) -> list[st
     else:
         model = f"{a.model} ({'hosted at ' if a.provider == 'api' else 'local server at '}"\
                 f"{a.base_url})"
-    lines = [f"Answers: {form} form, model {model}"]
+    if form == "quotes":
+        # No chat model writes these: say so, so nobody takes the quotes for the model's prose.
+        lines = ["Answers: quotes form, the documentation's own words chosen in code (the "
+                 f"chat model {model} is not asked)"]
+    else:
+        lines = [f"Answers: {form} form, model {model}"]
     if settings.bundled_answer:
         lines.append("  For better answers: make run ANSWER_GGUF=/path/model.gguf (a local GGUF), "
                      "or a hosted or Ollama/vLLM model (ASSISTANT_ANSWER_PROVIDER, "

@@ -198,8 +198,7 @@ def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | Non
 
 def answer_form(settings: Settings) -> str:
     """The answer form turns are written in (auto resolved)."""
-    # effective_answer_form resolves `auto` (issue 24); a Settings without it has no auto.
-    return str(getattr(settings, "effective_answer_form", settings.answer_form))
+    return settings.effective_answer_form
 
 
 def build_default_index(settings: Settings) -> None:

@@ -120,8 +120,9 @@ def test_the_project_block_bound_holds_for_50_experts_at_their_limits() -> None:
 def test_the_banner_says_what_serves_and_what_to_set(gemma: Path) -> None:
     bundled = settings_from_env(TEST_ENV)
     lines = banner(bundled, None, "quotes")
-    assert lines[0] == ("Answers: quotes form, model SmolLM2-135M-Instruct (bundled, 135M "
-                        "parameters, offline)")
+    assert lines[0] == ("Answers: quotes form, the documentation's own words chosen in code "
+                        "(the chat model SmolLM2-135M-Instruct (bundled, 135M parameters, "
+                        "offline) is not asked)")
     assert "make run ANSWER_GGUF=/path/model.gguf" in lines[1] and "docs/models.md" in lines[1]
     s = settings_from_env({**TEST_ENV, **gguf_env(gemma)})
     served = served_model(s)
