@@ -101,17 +101,18 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
     if quotes:  # a project answer may have its figures and no quote
         out.append(str(s.get("lead_in") or "").strip() or
                    "Here is what the documentation says, in its own words:")
+    # Sources off (ASSISTANT_SHOW_SOURCES): no source list, so no quote names one either.
+    attributed = bool(done.get("sources"))
     for q in quotes:
-        where, url = _where(done, q.get("n"), str(q.get("section") or ""))
-        text = plain_inline(str(q["text"]).strip())
-        block = _wrap(f"“{text}”", width, INDENT)
-        block.extend(textwrap.wrap(
-            f"[{q.get('n')}] {where}" + ("" if q.get("found", True)
-                                         else "  (not found in the source)"),
-            width=width, initial_indent=INDENT, subsequent_indent=INDENT + "    ",
-            break_long_words=False, break_on_hyphens=False))
-        if url:
-            block.append(f"{INDENT}{url}")
+        block = _wrap(f"“{plain_inline(str(q['text']).strip())}”", width, INDENT)
+        if attributed:
+            where, url = _where(done, q.get("n"), str(q.get("section") or ""))
+            missing = "" if q.get("found", True) else "  (not found in the source)"
+            block.extend(textwrap.wrap(f"[{q.get('n')}] {where}{missing}", width=width,
+                                       initial_indent=INDENT, subsequent_indent=INDENT * 2,
+                                       break_long_words=False, break_on_hyphens=False))
+            if url:
+                block.append(f"{INDENT}{url}")
         if isinstance(q.get("note"), str) and q["note"].strip():
             block.extend(_wrap(f"({q['note'].strip()})", width, INDENT))
         out.append("\n".join(block))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from assistant_cli import client, stack
-from assistant_cli.answer_view import AnswerPrinter, plain_heading
+from assistant_cli.answer_view import AnswerPrinter, is_quotes, plain_heading
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET, get_settings
 from shared.errors import AssistantError, ConfigError
@@ -190,7 +190,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             print(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
                                               else "") + (" (weak match)" if s.get("weak") else "")
                   + (f"\n      {where}" if where else ""))
-    if last.get("language_differs"):
+    if last.get("language_differs") and not is_quotes(last):  # quotes: no model wrote them
         print(f"(the model answered in {last.get('answer_language')}, "
               f"the question was in {last.get('language')})", file=sys.stderr)
     print(f"\n(index {last.get('index')}, {last.get('timing', {}).get('total_ms')} ms)")

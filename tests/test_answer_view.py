@@ -76,6 +76,14 @@ def test_project_figures_without_a_quote_have_no_lead_in() -> None:
     assert format_quotes(done, width=200) == "\n".join(LINES)
 
 
+def test_sources_off_names_no_source_under_a_quote() -> None:
+    done = {**quotes_done("cs"), "sources": []}
+    blocks = format_quotes(done, width=200).split("\n\n")
+    assert blocks[1] == f"    “{QUOTES['cs'][0]['text']}”"
+    assert blocks[2].splitlines()[1] == "    (Dokumentace to uvádí anglicky.)"
+    assert "[1]" not in "\n".join(blocks) and "https://" not in "\n".join(blocks)
+
+
 def test_only_a_valid_quotes_block_is_printed_as_such() -> None:
     done = quotes_done("en")
     assert is_quotes(done)

@@ -280,7 +280,7 @@ def test_project_figures_sit_above_the_chart_and_the_quotes_below(
 
 
 @pytest.mark.browser
-def test_structured_prose_and_figures_only_answers(scripted_stack: Stack,
+def test_structured_prose_figures_only_and_sources_off_answers(scripted_stack: Stack,
                                                        panel_factory: Any) -> None:  # noqa: F811
     p = panel_factory(scripted_stack, bypass_csp=True)
     page = p.page
@@ -294,7 +294,9 @@ def test_structured_prose_and_figures_only_answers(scripted_stack: Stack,
     figures_only = quotes_done("en", project=["The best compromise is 14.17 %."])
     figures_only["structured"]["quotes"] = []
     figures_only["answer"] = "The best compromise is 14.17 %."
-    Socket(page, [structured, prose, figures_only])
+    sources_off = {**quotes_done("cs"), "sources": [],
+                   "answer": quotes_done("cs")["answer"].replace(" [1]", "").replace(" [2]", "")}
+    Socket(page, [structured, prose, figures_only, sources_off])
     p.ask("What does the maximum error tell me?")
     p.wait_done()
     turn = page.locator(LAST_TURN)
@@ -318,4 +320,12 @@ def test_structured_prose_and_figures_only_answers(scripted_stack: Stack,
     assert turn.locator(".ba-figure-line").inner_text() == "The best compromise is 14.17 %."
     assert turn.locator(".ba-lead-in, .ba-quotation").count() == 0
     assert p.answer_text() == "The best compromise is 14.17 %."
+    # Sources off: the quotes stand without naming a source (no [n] struck as invalid).
+    p.ask("Co mi říká maximální chyba?")
+    p.wait_done()
+    turn = page.locator(LAST_TURN)
+    assert turn.locator("figure.ba-quotation").count() == 2
+    assert turn.locator("figcaption, .ba-cite, .ba-cite-invalid, .ba-sources").count() == 0
+    assert turn.locator(".ba-quote-note").inner_text() == QUOTES["cs"][1]["note"]
+    assert "[1]" not in p.answer_text()
     assert not p.errors

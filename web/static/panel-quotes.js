@@ -73,14 +73,19 @@
     const fig = el("figure", q.found === false ? "ba-quotation ba-quote-missing" : "ba-quotation");
     if (typeof q.language === "string" && /^[a-z]{2}$/.test(q.language)) fig.lang = q.language;
     const o = origin(done, q.n, q.section);
+    // Sources off (ASSISTANT_SHOW_SOURCES): the server sends no source list, so no quote
+    // names one either.
+    const attributed = Array.isArray(done.sources) && done.sources.length > 0;
     const block = el("blockquote", "ba-quote-text");
-    if (o.url) block.setAttribute("cite", o.url);
+    if (o.url && attributed) block.setAttribute("cite", o.url);
     // The passage's Markdown (code, emphasis, list items) as the page shows it; a [n] inside
     // a quote is the documentation's text, never a citation.
     block.appendChild(Render.render(String(q.text || ""), {noCitations: true}));
+    fig.appendChild(block);
     const cap = el("figcaption", "ba-quote-source");
     if (typeof q.n === "number") cap.append(ctx.citation(q.n), document.createTextNode(" "));
     cap.appendChild(el("span", "ba-quote-where", where(o)));
+    if (attributed) fig.appendChild(cap);
     if (o.url) {
       const a = el("a", "ba-open ba-quote-open", ctx.t("quotes.open"));
       a.href = o.url;
@@ -92,7 +97,6 @@
     if (q.found === false) {
       cap.appendChild(el("span", "ba-quote-mark", " ⚠ " + ctx.t("quotes.notFound")));
     }
-    fig.append(block, cap);
     if (typeof q.note === "string" && q.note.trim()) {
       fig.appendChild(el("p", "ba-quote-note", q.note));
     }
@@ -202,8 +206,10 @@
     }
     for (const q of quotes) {
       const o = origin(done, q.n, q.section);
-      out.push("“" + String(q.text).trim() + "”\n[" + q.n + "] " + where(o) +
-               (o.url ? " " + o.url : "") + (q.note ? "\n" + q.note : ""));
+      const attributed = Array.isArray(done.sources) && done.sources.length > 0;
+      out.push("“" + String(q.text).trim() + "”" +
+               (attributed ? "\n[" + q.n + "] " + where(o) + (o.url ? " " + o.url : "") : "") +
+               (q.note ? "\n" + q.note : ""));
     }
     return out.join("\n\n");
   }

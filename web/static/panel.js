@@ -428,7 +428,9 @@
     // A quiet note when the answer is in another language than the question (B-33).
     renderLangNote() {
       const d = this.done;
-      const differs = !!(d && d.language_differs && LANGS.includes(d.answer_language));
+      // Not for quotes: no model wrote them, and each quote in another language says so.
+      const differs = !!(d && d.language_differs && LANGS.includes(d.answer_language) &&
+                         !this.quotesForm());
       this.langNoteEl.hidden = !differs;
       if (differs) {
         this.langNoteEl.textContent = this.t("note.language",
