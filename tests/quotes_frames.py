@@ -52,6 +52,7 @@ QUOTES = {
          "language": "en", "note": "Dokumentace to uvádí anglicky."},
     ],
 }
+OFF_TOPIC = "How long should I boil an egg for a soft yolk?"  # nowhere in the test corpus
 QUESTIONS = {"en": "What does the maximum error tell me?",
              "cs": "Co mi říká maximální chyba?"}
 DONT_KNOW = {

@@ -122,3 +122,39 @@ def test_check_warnings_say_when_a_check_could_not_run() -> None:
                            "numbers": {"valid": None, "unavailable": True}}) == [
         "the citations check could not run; verify this answer yourself",
         "the numbers check could not run; verify this answer yourself"]
+
+
+def test_ask_prints_a_quotes_answer_and_i_dont_know_with_sections_to_ask(
+        quotes_stack: Stack, tmp_path: Path) -> None:
+    """The real worker's quotes form, piped: printed once, as quotations with their sources."""
+    import re
+    import shlex
+
+    from tests.quotes_frames import OFF_TOPIC
+    from tests.wsutil import app_token
+
+    # Signed in (the stack has the default settings: no dev tokens to mint).
+    env = {**cli_env(quotes_stack, tmp_path), "ASSISTANT_TOKEN": app_token(quotes_stack, "cli")}
+    asked = cli(["ask", "--url", quotes_stack.base_url, "How does the search work?"], env)
+    assert asked.returncode == 0, asked.stderr
+    answer, sources = asked.stdout.split("\nSources:\n")
+    lines = answer.splitlines()
+    assert lines[0] == "Here is what the documentation says, in its own words:"
+    assert lines[2].startswith("    “"), lines
+    captions = [line for line in lines if re.match(r"^    \[\d\] \S", line)]
+    assert captions and all("›" in c or c.count("[") == 1 for c in captions), lines
+    assert "” [1]" not in answer, "the streamed text is not printed besides the quotes"
+    assert re.search(r"^  \[1\] ", sources, re.MULTILINE)
+    assert "first word after" in asked.stderr
+    off = cli(["ask", "--url", quotes_stack.base_url, OFF_TOPIC], env)
+    assert off.returncode == 0, off.stderr
+    out = off.stdout.splitlines()
+    assert out[0].startswith("I don't know")
+    head = out.index("The nearest sections of the documentation (ask about one):")
+    commands = [line.strip() for line in out[head:]
+                if line.startswith("      become-assistant ask ")]
+    assert commands, out
+    # A printed command runs as it stands.
+    again = cli(shlex.split(commands[0])[1:] + ["--url", quotes_stack.base_url], env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(("Here is what the documentation says", "I don't know"))

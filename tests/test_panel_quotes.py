@@ -16,6 +16,7 @@ from tests.quotes_frames import (
     DONT_KNOW,
     LEAD,
     NEAREST,
+    OFF_TOPIC,
     QUESTIONS,
     QUOTES,
     SOURCES,
@@ -328,4 +329,106 @@ def test_structured_prose_figures_only_and_sources_off_answers(scripted_stack: S
     assert turn.locator("figcaption, .ba-cite, .ba-cite-invalid, .ba-sources").count() == 0
     assert turn.locator(".ba-quote-note").inner_text() == QUOTES["cs"][1]["note"]
     assert "[1]" not in p.answer_text()
+    assert not p.errors
+
+
+# ---- the real stack: the worker's own quotes turns ------------------------------------------
+
+
+def plain(text: str) -> str:
+    """A quote as the page shows it: Markdown marks gone, whitespace folded."""
+    return " ".join(re.sub(r"\*\*|__|`", "", text).split())
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "cs"])
+def test_a_real_quotes_turn_then_i_dont_know_and_a_nearest_section_asked_again(
+        lang: str, quotes_stack: Stack, panel_factory: Any) -> None:  # noqa: F811
+    from tests.wsutil import app_token
+
+    # A signed-in user (the stack has the default settings: no anonymous demo tokens).
+    p = panel_factory(quotes_stack, query=f"?lang={lang}", bypass_csp=True, viewport=DESKTOP,
+                      init_script="localStorage.setItem('become_token', "
+                                  f"'{app_token(quotes_stack, f'panel-{lang}')}')")
+    page = p.page
+    ask(p, lang, "How does the search work?")
+    p.wait_done(90_000)
+    done = p.last_done()
+    assert done["answer_form"] == "quotes" and done["structured"]["outcome"] == "answer"
+    assert p.js("() => window.__assistantPanel.current.streamed") == done["answer"]
+    turn = page.locator(LAST_TURN)
+    assert turn.locator(".ba-lead-in").inner_text() == done["structured"]["lead_in"]
+    quotes = done["structured"]["quotes"]
+    shown = turn.locator("figure.ba-quotation")
+    assert shown.count() == len(quotes) >= 1
+    for i, q in enumerate(quotes):
+        source = next(s for s in done["sources"] if s["n"] == q["n"])
+        assert plain(shown.nth(i).locator("blockquote").inner_text()) == plain(q["text"])
+        parts = [plain(x.lstrip("#")) for x in source["section"].split(" > ")]
+        if parts[0] != source["title"]:
+            parts.insert(0, source["title"])
+        caption = shown.nth(i).locator("figcaption").inner_text()
+        assert caption == f"[{q['n']}] " + " › ".join(parts), (caption, source)
+    # No chat model wrote it: the timeline names the quotes step, not the model's.
+    turn.locator(".ba-steps summary").click()
+    steps = turn.locator(".ba-steps").inner_text()
+    name = "Chose the documentation's own words" if lang == "en" else \
+        "Výběr vlastních slov dokumentace"
+    assert name in steps and "The model wrote" not in steps and "Model napsal" not in steps
+    assert axe_violations(page) == []
+    shot(page, f"real-quotes-{lang}-desktop.png")
+    # Off the documentation: "I don't know", its question, buttons that ask again.
+    ask(p, lang, OFF_TOPIC)
+    p.wait_done(90_000)
+    done = p.last_done()
+    block = done["structured"]
+    assert block["outcome"] == "dont_know"
+    turn = page.locator(LAST_TURN)
+    assert turn.locator(".ba-clarify").inner_text() == block["clarifying_question"]
+    assert done["answer"].startswith(turn.locator(".ba-dont-know-said").inner_text())
+    buttons = turn.locator(".ba-nearest button")
+    assert buttons.count() == len(block["nearest"]) >= 1
+    assert axe_violations(page) == []
+    shot(page, f"real-dont-know-{lang}-desktop.png")
+    buttons.first.click()
+    page.wait_for_function("() => document.querySelectorAll('.ba-turn').length === 3")
+    p.wait_done(90_000)
+    assert page.locator(f"{LAST_TURN} .ba-user-text").inner_text() == block["nearest"][0]["ask"]
+    assert p.last_done()["answer_form"] == "quotes"
+    assert not p.errors
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("lang", "phone"), [("en", False), ("cs", True)])
+def test_a_real_project_turn_puts_its_figures_above_the_chart(
+        lang: str, phone: bool, quotes_stack: Stack, panel_factory: Any) -> None:  # noqa: F811
+    from demo_app.seed import DEMO_USERS
+    from tests.wsutil import app_token
+
+    token = app_token(quotes_stack, DEMO_USERS["alice@example.com"])
+    p = panel_factory(quotes_stack, query=f"?lang={lang}", bypass_csp=True,
+                      viewport=PHONE if phone else DESKTOP, phone=phone,
+                      init_script=f"localStorage.setItem('become_token', '{token}')")
+    page = p.page
+    page.wait_for_function("() => Array.from(document.querySelectorAll('#ba-project option'))"
+                           ".some((o) => o.textContent === 'Regional flood plan')")
+    page.select_option("#ba-project", label="Regional flood plan")
+    ask(p, lang, "Jaký je nejlepší kompromis v tomto projektu a jak se experti shodují?"
+        if lang == "cs" else
+        "What is the best compromise in this project and how much do the experts agree?")
+    p.wait_done(90_000)
+    done = p.last_done()
+    lines = done["structured"]["project"]["lines"]
+    turn = page.locator(LAST_TURN)
+    turn.locator(".ba-chart").wait_for(state="visible", timeout=15_000)
+    assert turn.locator(".ba-figure-line").all_inner_texts() == [plain(x) for x in lines]
+    assert done["answer"].startswith(lines[0])
+    below = ".ba-lead-in" if done["structured"]["quotes"] else ".ba-chart"
+    order = page.evaluate(f"""() => ['.ba-project-figures', '.ba-chart', '{below}'].map((s) =>
+        document.querySelector('{LAST_TURN} ' + s).getBoundingClientRect().top)""")
+    assert order == sorted(order), order
+    if phone:
+        no_sideways_scroll(page, PHONE[0])
+    assert axe_violations(page) == []
+    shot(page, f"real-project-{lang}-{'phone' if phone else 'desktop'}.png")
     assert not p.errors
