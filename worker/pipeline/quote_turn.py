@@ -3,8 +3,6 @@ out (no chat-model call); the project's figures first for a project question."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +10,6 @@ from typing import Any
 import psycopg
 
 from shared.config import Settings
-from shared.models import embed
 from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.project_summary import summary_lines
@@ -21,32 +18,10 @@ from worker.pipeline.quotes import COVERED, choose, coverage, rank_spans
 from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.structured import fold
 from worker.pipeline.types import Retrieval
+from worker.pipeline.vectors import cached_vectors
 
 # The quotes form looks at more passages than a prompt holds: only the quoted ones are cited.
 QUOTE_PASSAGES = 5
-VECTOR_CACHE = 4096  # span and question vectors kept per process (about 1.5 kB each)
-
-_vectors: OrderedDict[tuple[str, str, str], list[float]] = OrderedDict()
-_vectors_lock = threading.Lock()
-
-
-def cached_vectors(settings: Settings, texts: Sequence[str], kind: str) -> list[list[float]]:
-    """Vectors from the embeddings role, the ones asked for before taken from memory."""
-    model = settings.embeddings.model
-    with _vectors_lock:
-        have = {t: _vectors.get((model, kind, t)) for t in texts}
-    missing = [t for t in dict.fromkeys(texts) if have[t] is None]
-    if missing:
-        fresh = embed(settings.embeddings, missing, kind, settings.embedding_prefix_mode)
-        with _vectors_lock:
-            for t, fresh_vector in zip(missing, fresh, strict=True):
-                have[t] = fresh_vector
-                _vectors[(model, kind, t)] = fresh_vector
-            while len(_vectors) > VECTOR_CACHE:
-                _vectors.popitem(last=False)
-    return [vec for t in texts if (vec := have[t]) is not None]
-
-
 @dataclass(frozen=True)
 class Said:
     """What the quotes step wrote: the answer and the done frame's structured block."""

@@ -9,12 +9,12 @@ import psycopg
 
 from shared import corpus_store
 from shared.config import Settings
-from shared.models import embed
 from worker.pipeline import bilingual as freedict
 from worker.pipeline.bm25 import LexicalIndex, lexical_index
 from worker.pipeline.fusion import fuse, interleave, spread_sections, to_czech_twins
 from worker.pipeline.twins import czech_keywords_for, lexicon_for, twins_for
 from worker.pipeline.types import Retrieval
+from worker.pipeline.vectors import cached_vectors
 
 Ranking = list[tuple[str, float]]
 MODES = ("hybrid", "dense", "bm25")
@@ -211,8 +211,8 @@ def _rankings(search: _Search, query: str, own: str, expansion: str, czech: bool
 
 
 def _vectors(settings: Settings, texts: list[str]) -> list[list[float]]:
-    """Query embeddings of several texts in one request."""
-    return embed(settings.embeddings, texts, "query", settings.embedding_prefix_mode)
+    """Query embeddings of several texts in one request (kept: the quotes form asks again)."""
+    return cached_vectors(settings, texts, "query")
 
 
 def retrieve(conn: psycopg.Connection, settings: Settings, query: str,
