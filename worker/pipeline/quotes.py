@@ -65,6 +65,12 @@ def _leaf(section: str) -> str:
     return section.split(" > ")[-1].lstrip("#").strip()
 
 
+def _context(passage: Passage, span: Span) -> str:
+    """What a span means besides its words: its heading, and the label above it."""
+    leaf = _leaf(passage.section)
+    return f"{leaf}, {span.label}" if span.label else leaf
+
+
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a))
@@ -103,7 +109,7 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     texts = [s.text_of(passages[n].text) for n, s in flat]
     # A span is embedded with its heading: "Step 4: the maximum error: Δmax = ..." is what
     # a formula line means.
-    span_vectors = vectors([f"{_leaf(passages[n].section)}: {t}" for (n, _), t
+    span_vectors = vectors([f"{_context(passages[n], s)}: {t}" for (n, s), t
                             in zip(flat, texts, strict=True)], "passage")
     query_vectors = vectors(list(questions), "query")
     terms = query_terms(questions, idf)
@@ -111,7 +117,7 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     for (n, span), text, vec in zip(flat, texts, span_vectors, strict=True):
         dense = max(_cosine(q, vec) for q in query_vectors)
         lexical = _overlap(terms, text)
-        heading = _overlap(terms, _leaf(passages[n].section))
+        heading = _overlap(terms, _context(passages[n], span))
         match = weights.dense * dense + weights.lexical * lexical + weights.heading * heading
         out.append(Candidate(n, span, " ".join(text.split()), match + prior / (n + 1), dense,
                              lexical, match))

@@ -42,6 +42,7 @@ class Span:
     kind: str  # sentence | item | row | code | line
     block: int  # spans of one paragraph, list, table or code block share a block number
     key: str = ""  # an interface text's key path (kind "line")
+    label: str = ""  # the bold label just above a list, table or formula ("Formula")
 
     def text_of(self, passage_text: str) -> str:
         """The span's own characters."""
@@ -121,12 +122,16 @@ def split_spans(text: str, skip: int = 0) -> list[Span]:
     in_fence = False
     para: tuple[int, int] | None = None
     pos = skip
+    label = ""
 
     def flush() -> None:
-        nonlocal para, block
+        nonlocal para, block, label
         if para is None:
             return
         a, b = para
+        whole = text[a:b].strip()
+        # "**Formula:**" on its own names what follows: the spans below it carry it.
+        label = whole.strip("*: ") if _LABEL_ONLY.match(whole) else ""
         for x, y in _sentences(text, a, b):
             for u, v in _bounded(text, x, y):
                 spans.append(Span(u, v, "sentence", block))
@@ -156,6 +161,8 @@ def split_spans(text: str, skip: int = 0) -> list[Span]:
               or _MARKUP_LINE.match(line)):
             flush()
             previous_kind = ""
+            if _HEADING.match(line):
+                label = ""
             continue
         elif line.lstrip().startswith("|"):
             kind = "row"
@@ -179,6 +186,6 @@ def split_spans(text: str, skip: int = 0) -> list[Span]:
         pieces = _sentences(text, x, y) if kind in ("item", "line") else [(x, y)]
         for u0, v0 in pieces:
             for u, v in _bounded(text, u0, v0):
-                spans.append(Span(u, v, kind, block, key))
+                spans.append(Span(u, v, kind, block, key, label))
     flush()
     return [s for s in spans if _quotable(s.text_of(text))]
