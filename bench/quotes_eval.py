@@ -128,7 +128,8 @@ def score(rows: list[dict], weights: Weights) -> dict:
                            _idf(r["lexical"]), weights, english=r["lang"] != "cs")
         vmax = max(r["lexical"].bm25.idf.values())
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax)
-        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights)
+        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights,
+                        english=r["lang"] != "cs")
         q = r["q"]
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{(p.source + ' | ' + p.section[-50:]) if p else ''}\n      "
                   f"{r['q']['question'][:80]}\n      -> {c.text[:140] if c else ''}")
     if args.thresholds:
-        zero = dataclasses.replace(WEIGHTS, threshold=0.0)
+        zero = dataclasses.replace(WEIGHTS, threshold=0.0, threshold_other=0.0)
         score(rows, zero)
         for r in rows:
             r["best_any"] = r["best"]
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
                     for rnk in (0.03, 0.05, 0.08, 0.12, 0.2, 0.4):
                         w = dataclasses.replace(WEIGHTS, dense=dense, lexical=lexical,
                                                 heading=heading, rank=rnk, rank_other=rnk,
-                                                threshold=0.0)
+                                                threshold=0.0, threshold_other=0.0)
                         res = score(rows, w)
                         line = " ".join(f"{lang}:{v['first'][0] if v['first'] else '-'}"
                                         for lang, v in sorted(res.items()))

@@ -49,7 +49,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
                         lambda texts, kind: cached_vectors(settings, texts, kind), idf,
                         english=lang != "cs")
     covered = coverage(questions, passages[:COVERED], idf, max(idf_table.values(), default=1))
-    chosen = choose(ranked, passages, spans, covered)
+    chosen = choose(ranked, passages, spans, covered, english=lang != "cs")
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
     answer = compose(chosen, passages, lang, lead)

@@ -36,9 +36,12 @@ class Weights:
     rank_other: float = 0.05
     # "I don't know" below this decision score: the best span's match plus `coverage` times
     # how much of the question the passages speak of (calibrated on questions with and
-    # without an answer, docs/benchmarks.md).
-    coverage: float = 1.5
-    threshold: float = 1.48
+    # without an answer, per language: a Czech question's words meet English pages only
+    # through its translation; docs/benchmarks.md).
+    coverage: float = 1.0
+    threshold: float = 1.44
+    coverage_other: float = 3.0
+    threshold_other: float = 1.76
     # Further quotes: within this much of the best score.
     margin: float = 0.04
     max_quotes: int = 3
@@ -141,17 +144,21 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
     return dataclasses.replace(c, span=span, text=" ".join(span.text_of(passage.text).split()))
 
 
-def decision(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS) -> float:
-    """The score "I don't know" is decided on (see Weights.threshold)."""
-    return max((c.match for c in ranked), default=0.0) + weights.coverage * covered
+def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
+            english: bool = True) -> bool:
+    """Whether the spans answer at all: the best match plus the weighted coverage clears the
+    threshold (see Weights.threshold)."""
+    weight, threshold = ((weights.coverage, weights.threshold) if english
+                         else (weights.coverage_other, weights.threshold_other))
+    return bool(ranked) and max(c.match for c in ranked) + weight * covered >= threshold
 
 
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
-           weights: Weights = WEIGHTS) -> list[Candidate]:
+           weights: Weights = WEIGHTS, english: bool = True) -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping;
-    nothing when the decision score does not clear the threshold."""
-    if not ranked or decision(ranked, covered, weights) < weights.threshold:
+    nothing when they do not answer (see answers)."""
+    if not answers(ranked, covered, weights, english):
         return []
     best = ranked[0].score
     chosen: list[Candidate] = []
@@ -180,7 +187,8 @@ def coverage(questions: Sequence[str], passages: Sequence[Passage],
     as the rarest word does. The best of the question and its translation."""
     have: set[str] = set()
     for p in passages:
-        have |= _stems(p.text) | _stems(p.section)
+        # What search sees: the caption names the passage's subject in other words too.
+        have |= _stems(p.index_text) | _stems(p.section)
     best = 0.0
     for q in questions:
         words = {t for t in tokenize(q, split=True) if len(t) >= 3}
