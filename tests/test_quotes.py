@@ -86,6 +86,11 @@ def test_the_chunkers_overlap_fragment_is_not_quoted() -> None:
     assert overlap_prefix(first, [first, second]) == 0
 
 
+def test_a_title_or_a_label_alone_is_no_quote() -> None:
+    assert _texts("title: Best compromise\nsubtitle: The result of the whole panel in one "
+                  "triangle") == ["The result of the whole panel in one triangle"]
+
+
 def test_drawings_images_and_bare_links_are_not_spans() -> None:
     text = ("├── app.py     # the server routes\n\n![The chart](img/chart.png)\n\n"
             "- [Overview](#overview)\n\nThe chart shows every opinion as a grey triangle.")
@@ -117,7 +122,7 @@ def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
     assert choose(ranked, passages, spans, 0.0) == []
     answer = compose([], passages, "en")
     assert answer.outcome == "dont_know" and answer.quotes == ()
-    assert answer.clarifying_question == "Did you mean “Step 4: the maximum error”?"
+    assert answer.clarifying_question == "Did you mean “Doc › Step 4: the maximum error”?"
     assert answer.nearest[0]["ask"] == \
         "What does the documentation say about Step 4: the maximum error?"
     assert compose([], passages, "cs").text.startswith("To nevím")

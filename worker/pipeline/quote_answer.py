@@ -81,6 +81,12 @@ class QuotesAnswer:
                 "nearest": list(self.nearest)}
 
 
+def _name(p: Passage) -> str:
+    """A section as a person can tell it apart: "A worked example › Contents"."""
+    section = leaf(p.section)
+    return section if not p.title or p.title == section else f"{p.title} › {section}"
+
+
 def _options(names: Sequence[str], w: dict[str, str]) -> str:
     quoted = [f"{w['open']}{n}{w['close']}" for n in names]
     if len(quoted) == 1:
@@ -95,7 +101,7 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
     `lead`: paragraphs written in code before the quotes (a project's key figures)."""
     w = wording(lang)
     if not chosen:
-        names = list(dict.fromkeys(leaf(p.section) for p in passages if leaf(p.section)))
+        names = list(dict.fromkeys(_name(p) for p in passages if leaf(p.section)))
         names = names[:MAX_NEAREST]
         question = w["clarify"].format(options=_options(names, w)) if names \
             else w["clarify_none"]

@@ -98,7 +98,9 @@ def _bounded(text: str, a: int, b: int) -> list[tuple[int, int]]:
 def _quotable(piece: str) -> bool:
     """Worth quoting: some words, not a bare link, label or drawing."""
     stripped = piece.strip()
-    if len(_WORD.findall(stripped)) < 4 or _LINK_ONLY.match(stripped):
+    # A title or a button label ("Best compromise") names a thing; it says nothing of it.
+    if len(stripped.split()) < 3 or len(_WORD.findall(stripped)) < 4 \
+            or _LINK_ONLY.match(stripped):
         return False
     if _LABEL_ONLY.match(stripped) or _DRAWING.search(stripped):
         return False
