@@ -3,6 +3,7 @@ out (no chat-model call); the project's figures first for a project question."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,8 +58,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     quotes = tuple({**q, "found": bool(q["text"].strip())
                     and fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)}
                    for q in answer.quotes)
-    answer = QuotesAnswer(answer.text, answer.outcome, answer.passages, quotes,
-                          answer.clarifying_question, answer.nearest, answer.lead)
+    answer = dataclasses.replace(answer, quotes=quotes)
     block = answer.structured(wording(lang)["lead_in"])
     block["project"] = {"lines": lead, "figures": figures.to_json()} if figures else None
     return Said(answer, block, Retrieval(answer.passages, retrieval.index_version,
