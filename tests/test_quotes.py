@@ -13,7 +13,7 @@ from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
 from worker.pipeline.quotes import Weights, choose, coverage, rank_spans
-from worker.pipeline.spans import MAX_SPAN_CHARS, overlap_prefix, split_spans
+from worker.pipeline.spans import MAX_SPAN_CHARS, continued, overlap_prefix, split_spans
 from worker.pipeline.structured import fold
 from worker.pipeline.turn import run_checks
 from worker.pipeline.types import Retrieval
@@ -89,6 +89,28 @@ def test_the_chunkers_overlap_fragment_is_not_quoted() -> None:
 def test_a_title_or_a_label_alone_is_no_quote() -> None:
     assert _texts("title: Best compromise\nsubtitle: The result of the whole panel in one "
                   "triangle") == ["The result of the whole panel in one triangle"]
+
+
+def test_a_button_label_in_title_case_is_no_quote() -> None:
+    text = ("confirm: Delete My Account\n"
+            "warning: Once you delete your account, there is no going back.\n"
+            "open: Transfer Ownership of a Project")
+    assert _texts(text) == ["Once you delete your account, there is no going back."]
+
+
+def test_a_sentence_the_chunker_cut_at_the_end_of_a_piece_is_not_quoted() -> None:
+    # The piece ends inside a sentence that the next piece of the section finishes.
+    text = ("Nothing, until the experts answer. The result updates as opinions arrive.\n\n"
+            "Next: [running a decision](running-a-decision.md), which covers the three ways "
+            "an expert can")
+    following = "the three ways an expert can\nexpress an opinion."
+    assert continued(text, [text, following]) and not continued(following, [text, following])
+    assert [s.text_of(text) for s in split_spans(text, 0, True)] == [
+        "Nothing, until the experts answer.", "The result updates as opinions arrive."]
+    # The last piece of a section, or a sentence that ends or introduces what follows, stays.
+    assert _texts(text)[-1].endswith("an expert can")
+    assert [s.text_of(t) for t in ["It has three steps:"] for s in split_spans(t, 0, True)] \
+        == ["It has three steps:"]
 
 
 def test_drawings_images_and_bare_links_are_not_spans() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from shared.passage import Passage
 from worker.pipeline.bm25 import LexicalIndex
 from worker.pipeline.quotes import Candidate
-from worker.pipeline.spans import Span, overlap_prefix, split_spans
+from worker.pipeline.spans import Span, continued, overlap_prefix, split_spans
 
 WORDING: dict[str, dict[str, str]] = {
     "en": {
@@ -49,8 +49,11 @@ def passage_spans(passages: Sequence[Passage], lexical: LexicalIndex) -> list[li
     for p in lexical.passages:
         if (p.source, p.section) in wanted:
             siblings.setdefault((p.source, p.section), []).append(p.text)
-    return [split_spans(p.text, overlap_prefix(p.text, siblings.get((p.source, p.section), [])))
-            for p in passages]
+    out = []
+    for p in passages:
+        pieces = siblings.get((p.source, p.section), [])
+        out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces)))
+    return out
 
 
 def leaf(section: str) -> str:

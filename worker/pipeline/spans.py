@@ -31,6 +31,8 @@ _DRAWING = re.compile(r"[│├└┌┐┘┼─═║╔╗╚╝]")
 # corpus_jobs/chunker.py starts a later piece of a long section with at most this many
 # characters of the previous piece's tail.
 MAX_OVERLAP = 60
+# What a finished sentence, or one introducing what follows, ends with.
+_ENDS = (".", "!", "?", "…", ":", ";")
 
 
 @dataclass(frozen=True)
@@ -95,12 +97,20 @@ def _bounded(text: str, a: int, b: int) -> list[tuple[int, int]]:
     return [(x, y) for x, y in out if y > x]
 
 
+def _title_case(text: str) -> bool:
+    """A heading or a button label in Title Case ("Delete My Account"): every longer word
+    capitalised and no sentence end."""
+    words = [w for w in re.findall(r"[^\W\d_]+", text) if len(w) >= 4]
+    return (bool(words) and all(w[0].isupper() for w in words)
+            and len(text.split()) <= 6 and not text.rstrip().endswith(_ENDS))
+
+
 def _quotable(piece: str) -> bool:
     """Worth quoting: some words, not a bare link, label or drawing."""
     stripped = piece.strip()
     # A title or a button label ("Best compromise") names a thing; it says nothing of it.
     if len(stripped.split()) < 3 or len(_WORD.findall(stripped)) < 4 \
-            or _LINK_ONLY.match(stripped):
+            or _LINK_ONLY.match(stripped) or _title_case(stripped):
         return False
     if _LABEL_ONLY.match(stripped) or _DRAWING.search(stripped):
         return False
@@ -116,9 +126,16 @@ def overlap_prefix(text: str, siblings: list[str]) -> int:
     return 0
 
 
-def split_spans(text: str, skip: int = 0) -> list[Span]:
+def continued(text: str, siblings: list[str]) -> bool:
+    """Whether another piece of the section starts with this piece's tail (the chunker's
+    overlap): this piece was cut there."""
+    return any(s != text and overlap_prefix(s, [text]) > 0 for s in siblings)
+
+
+def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]:
     """Every quotable span of a passage's text, in order, after its first `skip` characters
-    (an overlap fragment, see overlap_prefix)."""
+    (an overlap fragment, see overlap_prefix); a piece that another `continued` loses an
+    unfinished last sentence."""
     spans: list[Span] = []
     block = 0
     in_fence = False
@@ -190,4 +207,12 @@ def split_spans(text: str, skip: int = 0) -> list[Span]:
             for u, v in _bounded(text, u0, v0):
                 spans.append(Span(u, v, kind, block, key, label))
     flush()
+    # A piece the next one continues may end inside a sentence or a table row: the next piece
+    # quotes it whole. (A list item need not end in a stop, so it is left alone.)
+    tail = text.rstrip()
+    if continued and spans and spans[-1].end == len(tail) and (
+            (spans[-1].kind in ("sentence", "line")
+             and not tail.rstrip("\"'”’»)]*_`").endswith(_ENDS))
+            or (spans[-1].kind == "row" and not tail.endswith("|"))):
+        spans.pop()
     return [s for s in spans if _quotable(s.text_of(text))]
