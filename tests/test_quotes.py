@@ -146,7 +146,7 @@ def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
     assert answer.outcome == "dont_know" and answer.quotes == ()
     assert answer.clarifying_question == "Did you mean “Doc › Step 4: the maximum error”?"
     assert answer.nearest[0]["ask"] == \
-        "What does the documentation say about Step 4: the maximum error?"
+        "What does the documentation say about “Step 4: the maximum error”?"
     assert compose([], passages, "cs").text.startswith("To nevím")
 
 
