@@ -15,14 +15,14 @@ from typing import Any, TextIO
 from assistant_cli import client, stack
 from assistant_cli.answer_view import AnswerPrinter, is_quotes, plain_heading
 from shared.auth import mint_access_token
-from shared.config import INSECURE_DEV_SECRET, get_settings
+from shared.config import INSECURE_DEV_SECRET, TOKEN, URL_VAR, WEB_BIND, get_settings
 from shared.errors import AssistantError, ConfigError
 
-DEFAULT_URL = os.environ.get("ASSISTANT_URL", "http://127.0.0.1:8000")
+DEFAULT_URL = URL_VAR.get(os.environ)
 
 
 def _app_token(user: str) -> str:
-    token = os.environ.get("ASSISTANT_TOKEN") or client.load_token()
+    token = TOKEN.get(os.environ) or client.load_token()
     if token:
         return token
     settings = get_settings()
@@ -331,7 +331,7 @@ def parser() -> argparse.ArgumentParser:
                                    "Flower, web)")
     r.add_argument("--var", default="var",
                    help="folder for data and logs (default: %(default)s)")
-    r.add_argument("--bind", default=os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000"),
+    r.add_argument("--bind", default=WEB_BIND.get(os.environ),
                    help="address of the web server (default: %(default)s)")
     r.add_argument("--allow-remote", action="store_true",
                    help="outside production, allow a --bind that is not loopback")

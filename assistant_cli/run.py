@@ -20,7 +20,14 @@ from assistant_cli.gguf import GGUFError
 from corpus_jobs.build import build_index
 from corpus_jobs.manifest import load_manifest, root_available
 from shared.celery_config import QUEUES
-from shared.config import BUNDLED_ANSWER_MODEL, Settings
+from shared.config import (
+    BUNDLED_ANSWER_MODEL,
+    WEB_BIND,
+    WEB_WORKERS,
+    ModelRole,
+    Settings,
+    role_spec,
+)
 from shared.errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "localhost")
@@ -116,6 +123,22 @@ def served_answer_model(settings: Settings) -> ServedModel | None:
         raise stack.StackError(str(exc)) from None
 
 
+def local_servers(settings: Settings) -> list[tuple[ModelRole, str]]:
+    """The model servers the roles want on this machine, one per port, each with its kind
+    (the role registry's `server`); the translator's is started apart, only when used."""
+    out: list[tuple[ModelRole, str]] = []
+    ports: set[int | None] = set()
+    for role in settings.roles:
+        url = urlparse(role.base_url)
+        server = role_spec(role.name).server
+        if server == "translator" or role.provider != "local" \
+                or url.hostname not in LOOPBACK or url.port in ports:
+            continue
+        ports.add(url.port)
+        out.append((role, server))
+    return out
+
+
 def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> None:
     """Redis, the corpus PostgreSQL and the local model servers (reused when they answer)."""
     owner = conninfo_to_dict(settings.corpus_dsn)
@@ -140,27 +163,24 @@ def start_services(settings: Settings, sup: stack.Supervisor, plan: Plan) -> Non
         same = port == int(owner.get("port") or 5432)
         admin = stack.start_postgres(sup, plan.var_dir / ("pg" if same else f"pg-{port}"), port)
         stack.bootstrap_app_db(admin, str(assistant["dbname"]), str(assistant["user"]))
-    started: set[int] = set()
     served = served_answer_model(settings)
-    for role in settings.roles:
-        url = urlparse(role.base_url)
-        if role.name == "translator" or role.provider != "local" \
-                or url.hostname not in LOOPBACK or url.port in started:
-            continue  # the translator has a server of its own, started below when used
-        assert url.port is not None
-        started.add(url.port)
-        if role.name == "embeddings":
-            stack.start_embedding_server(sup, url.port)
+    servers = local_servers(settings)
+    for role, server in servers:
+        model_port = urlparse(role.base_url).port
+        assert model_port is not None
+        if server == "embeddings":
+            stack.start_embedding_server(sup, model_port)
         elif served is not None and role.model == served.alias:
             # The user's GGUF, for the answer role and the translation role alike.
-            stack.start_chat_server(sup, url.port, model=served.path, alias=served.alias,
+            stack.start_chat_server(sup, model_port, model=served.path, alias=served.alias,
                                     n_ctx=served.n_ctx, chat_format=served.chat_format)
         elif role.model == BUNDLED_ANSWER_MODEL:
-            stack.start_chat_server(sup, url.port)
+            stack.start_chat_server(sup, model_port)
         else:
             # A model we do not ship, on this machine (Ollama, vLLM, a llama.cpp of the
             # user's): its server is the user's to start.
             stack.check_model_server(role.base_url, role.model, role.name)
+    started = {urlparse(role.base_url).port for role, _ in servers}
     translator = urlparse(settings.translator.base_url)
     if settings.fewshot_translates and settings.translator.provider == "local" \
             and translator.hostname in LOOPBACK and translator.port not in started:
@@ -188,8 +208,8 @@ def start_processes(sup: stack.Supervisor, plan: Plan, env: dict[str, str] | Non
         stack.wait_until(lambda: stack.http_ok(f"http://127.0.0.1:{plan.flower_port}/healthcheck"),
                          60, "flower", proc)
     if plan.web:
-        web_env = dict(env, ASSISTANT_WEB_BIND=plan.web_bind,
-                       ASSISTANT_WEB_WORKERS=str(plan.web_workers))
+        web_env = dict(env, **{WEB_BIND.env: plan.web_bind,
+                               WEB_WORKERS.env: str(plan.web_workers)})
         proc = sup.start(f"{plan.name}-web", [sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
                                  "web.wsgi:app"], env=web_env)
         stack.wait_until(lambda: stack.http_ok(f"http://{plan.web_bind}/api/v1/ping"),

