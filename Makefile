@@ -12,7 +12,7 @@ APT_PACKAGES_RUN := redis-server
 APT_PACKAGES_TEST := redis-server chromium qemu-user binutils dict-freedict-eng-ces \
 	dict-freedict-ces-eng
 
-.PHONY: run test deps lint typecheck pytest clean system-deps-run system-deps-test \
+.PHONY: run test test-fast deps lint typecheck pytest clean system-deps-run system-deps-test \
         docker-images docker-smoke system-deps-docker
 
 # `make run MANIFEST=corpus_jobs/manifests/become.toml` serves another corpus;
@@ -91,6 +91,11 @@ typecheck: deps
 
 pytest: deps tests/js/node_modules
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The pure tier, under a minute: no service, no browser, no real model (the tiers are marked
+# in tests/conftest.py; docs/developing.md). Needs an installed venv (`make deps` once).
+test-fast:
+	$(PY) -m pytest -q -m "not stack and not browser and not realmodel" $(PYTEST_ARGS)
 
 # axe-core for the browser tests' accessibility scan, pinned by tests/js/package-lock.json.
 tests/js/node_modules: tests/js/package.json tests/js/package-lock.json

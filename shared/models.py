@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+import httpx2
 import openai
 
 from shared.config import ModelRole
@@ -14,11 +15,24 @@ EMBED_BATCH = 16  # hosted endpoints refuse more than 25 texts a request (B-12)
 E5_PREFIX = {"query": "query: ", "passage": "passage: "}
 
 
+# None: the network. A test's in-process model (tests/harness.py) sets a transport here, so a
+# turn runs with no model server at all.
+_transport: httpx2.BaseTransport | None = None
+
+
+def route_models(transport: httpx2.BaseTransport | None) -> None:
+    """Send every model call of this process through `transport` (None: the network again)."""
+    global _transport
+    _transport = transport
+    client_for.cache_clear()
+
+
 @lru_cache(maxsize=16)
 def client_for(role: ModelRole, timeout_s: float = 60.0) -> openai.OpenAI:
     """A cached client for a role; the hosted key is sent only to `api` roles."""
+    http = None if _transport is None else httpx2.Client(transport=_transport, timeout=timeout_s)
     return openai.OpenAI(base_url=role.base_url, api_key=role.key_for_request,
-                         timeout=timeout_s, max_retries=0)
+                         timeout=timeout_s, max_retries=0, http_client=http)
 
 
 def embed(role: ModelRole, texts: Sequence[str], kind: str, prefix_mode: str,

@@ -83,6 +83,27 @@ from corpus_jobs.build import build_index  # noqa: E402
 from corpus_jobs.manifest import load_manifest  # noqa: E402
 from shared.config import INSECURE_DEV_SECRET, Settings, settings_from_env  # noqa: E402
 
+# The test tiers, marked from the fixtures a test uses (directly or through other fixtures):
+# `stack` starts real services (Redis, PostgreSQL, model servers, Celery, gunicorn), `browser`
+# drives headless Chromium. `make test-fast` runs the rest (docs/developing.md).
+STACK_FIXTURES = frozenset({"services", "scripted_llm", "demo_app", "redis_server", "redis_up",
+                            "gguf_server", "gemma", "broker"})
+BROWSER_FIXTURES = frozenset({"browser", "chromium"})
+# Modules that run the stack's own native binaries (llama.cpp, PostgreSQL, pgvector) though no
+# service fixture: under an emulated CPU, about 150 s.
+STACK_MODULES = frozenset({"test_portable_binaries"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & STACK_FIXTURES or any(n.endswith("_stack") for n in names) \
+                or item.path.stem in STACK_MODULES:
+            item.add_marker(pytest.mark.stack)
+        if names & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+
 
 @dataclass(frozen=True)
 class Stack:

@@ -20,6 +20,7 @@ from shared.frames import TurnClosed
 from shared.passage import Passage
 from shared.traces import Trace
 from shared.turn_request import Message, ProjectBlock, TurnRequest
+from tests.harness import ListLog
 from worker.emit import TurnEmitter
 from worker.pipeline import turn as turn_mod
 from worker.pipeline.turn import TurnDeps, run_checks, run_turn
@@ -41,25 +42,6 @@ STEPS = ["language", "rewrite", "translate", "retrieve", "project", "prompt", "g
 
 class Bug(Exception):
     """An unexpected exception, as a bug in a step raises it."""
-
-
-class ListLog:
-    """The frame log of one turn in a list: numbered from the web tier's `accepted` (seq 0),
-    closed after the terminal frame, as shared.frames.FrameLog is."""
-
-    def __init__(self) -> None:
-        self.turn = TURN
-        self.frames: list[dict[str, Any]] = [{"seq": 0, "type": "accepted", "turn": TURN}]
-
-    def append(self, frame: dict[str, Any], seq_if_lost: int | None = None) -> int:
-        if self.frames[-1]["type"] in ("done", "error"):
-            raise TurnClosed(self.turn)
-        seq = self.frames[-1]["seq"] + 1
-        self.frames.append({**frame, "seq": seq})
-        return seq
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [f for f in self.frames if f["type"] == kind]
 
 
 class FaultyEmitter(TurnEmitter):
@@ -120,9 +102,11 @@ def _turn(settings: Settings, fail_in: str | None, req: TurnRequest | None = Non
           **overrides: Any) -> tuple[ListLog, Trace]:
     s = dataclasses.replace(settings, translate_queries="on", rewrite_followups=True,
                             **overrides)
-    log = ListLog()
+    log = ListLog(TURN)
     trace = Trace(turn=TURN, user_hash="user-hash")
-    run_turn(req or _request(), TurnDeps(s, lambda: nullcontext()), FaultyEmitter(log, fail_in),
+    # The search is the fixture's (it replaces turn_mod.retrieve), handed over as the seam.
+    deps = TurnDeps(s, lambda: nullcontext(), search=turn_mod.retrieve)
+    run_turn(req or _request(), deps, FaultyEmitter(log, fail_in),
              trace)
     return log, trace
 
@@ -212,7 +196,7 @@ def test_the_issues_number_crash_keeps_the_answer(settings: Settings, scripted: 
 def test_a_closed_log_is_not_taken_for_a_bug(settings: Settings, scripted: list[str],
                                              caplog: pytest.LogCaptureFixture) -> None:
     """TurnClosed (the web tier ended the turn) still stops the attempt as before."""
-    log = ListLog()
+    log = ListLog(TURN)
     log.frames.append({"seq": 1, "type": "error", "turn": TURN})  # ended by the web tier
     with pytest.raises(TurnClosed):
         run_turn(_request(), TurnDeps(settings, lambda: nullcontext()),

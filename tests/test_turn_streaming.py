@@ -4,7 +4,6 @@ server, Redis, Celery worker and PostgreSQL, with the scripted model for exact o
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import psycopg
@@ -193,37 +192,6 @@ def test_second_ask_while_one_runs_is_refused_and_the_first_completes(
         ws.close()
 
 
-def test_followup_is_rewritten_before_the_search(scripted_stack: Stack,
-                                                 scripted_llm: str) -> None:
-    from tests.wsutil import http_json
-
-    set_script(scripted_llm, ["Because of BM25 [1]."])
-    frames, done = ask(scripted_stack.base_url, app_token(scripted_stack), "and why is that?",
-                       history=[{"role": "user", "content": "How does the search work?"},
-                                {"role": "assistant", "content": "It is hybrid [1]."}])
-    assert done["type"] == "done"
-    assert "rewrite" in [f["step"] for f in frames if f["type"] == "event"]
-    _, requests = http_json("GET", f"{scripted_llm}/_requests")
-    rewrite = [r for r in requests if not r["body"].get("stream")]
-    assert rewrite and "and why is that?" in rewrite[0]["body"]["messages"][0]["content"]
-    assert rewrite[0]["body"]["temperature"] == 0
-
-
-def test_sources_off_strips_markers_while_streaming(strict_stack: Stack,
-                                                    scripted_llm: str) -> None:
-    chunks = ["BM25 ranks words [", "1]. Vectors [2", "][3] rank meaning", " [9]."]
-    set_script(scripted_llm, chunks)
-    frames, done = ask(strict_stack.base_url, app_token(strict_stack), "How does search work?")
-    tokens = "".join(f["text"] for f in frames if f["type"] == "token")
-    assert not re.search(r"\[\d+\]", tokens)
-    assert tokens == done["answer"] == "BM25 ranks words . Vectors  rank meaning ."
-    assert done["sources"] == []
-    assert done["checks"]["citations"]["valid"] is True
-    row = trace_row(strict_stack, frames[0]["turn"], "source_ids, checks")
-    assert row is not None and len(row[0]) == 3, "the trace still records the sources"
-    assert row[1]["citations"]["recorded"]["invalid"] == [9]
-
-
 def test_stalled_model_gives_an_error_frame_in_time_with_pings(strict_stack: Stack,
                                                                 scripted_llm: str) -> None:
     import time
@@ -261,21 +229,7 @@ def test_trace_is_written_without_text_or_secrets(scripted_stack: Stack,
     assert record["user_hash"] != "trace-user" and len(record["source_ids"]) == 3
     steps = [s["step"] for s in record["steps"]]
     assert {"language", "retrieve", "prompt", "generate", "checks"} <= set(steps)
+    # The checks reach the database as the done frame has them (their verdicts: harness tests).
+    assert record["checks"] == done["checks"]
     dumped = json.dumps(record, default=str)
     assert token not in dumped and "private question" not in dumped
-
-
-def test_czech_question_is_translated_for_the_search_when_enabled(
-        strict_stack: Stack, scripted_llm: str) -> None:
-    from tests.wsutil import http_json
-
-    set_script(scripted_llm, ["How does the search work?"])
-    frames, done = ask(strict_stack.base_url, app_token(strict_stack),
-                       "Jak funguje vyhledávání v dokumentaci?")
-    assert done["type"] == "done" and done["language"] == "cs"
-    assert "translate" in [f["step"] for f in frames if f["type"] == "event"]
-    _, requests = http_json("GET", f"{scripted_llm}/_requests")
-    translate = [r for r in requests if not r["body"].get("stream")]
-    assert translate and "Jak funguje" in translate[0]["body"]["messages"][0]["content"]
-    answer_call = [r for r in requests if r["body"].get("stream")][-1]["body"]
-    assert "Answer in Czech." in answer_call["messages"][0]["content"]

@@ -58,31 +58,6 @@ def test_full_turn_frames_are_gapless_and_tokens_equal_the_answer(
     assert done["timing"]["first_token_ms"] is not None
 
 
-def test_model_sees_numbered_passages_and_the_question(scripted_stack: Stack,
-                                                        scripted_llm: str) -> None:
-    set_script(scripted_llm, ["ok [1]"])
-    frames_of(scripted_stack, "How does the search work?",
-              history=[{"role": "user", "content": "Hi"},
-                       {"role": "assistant", "content": "Hello [1]."}])
-    _, requests = http_json("GET", f"{scripted_llm}/_requests")
-    body = requests[-1]["body"]
-    assert body["temperature"] == 0 and body["stream"] is True
-    msgs = body["messages"]
-    assert msgs[0]["role"] == "system" and "[1] " in msgs[0]["content"]
-    assert "How does the search work?" in msgs[-1]["content"]
-    assert {"role": "assistant", "content": "Hello."} in msgs, "earlier answers lose [n]"
-    headers = {k.lower(): v for k, v in requests[-1]["headers"].items()}
-    assert headers["authorization"] == "Bearer local-no-key", "no hosted key to a local role"
-
-
-def test_invalid_citation_is_flagged_not_blocked(scripted_stack: Stack,
-                                                 scripted_llm: str) -> None:
-    set_script(scripted_llm, ["A claim [1] and ", "a bad one [7]."])
-    done = frames_of(scripted_stack, "How does the search work?")[-1]
-    assert done["type"] == "done" and done["answer"] == "A claim [1] and a bad one [7]."
-    assert done["checks"]["citations"] == {"valid": False, "cited": [1, 7], "invalid": [7]}
-
-
 def test_model_failure_before_first_token_is_a_clean_refusal(scripted_stack: Stack,
                                                              scripted_llm: str) -> None:
     set_script(scripted_llm, ["never sent"], status=500)

@@ -5,16 +5,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
-from shared.frames import FrameLog, error_frame
+from shared.frames import error_frame
+
+
+class FrameSink(Protocol):
+    """Where a turn's frames go: shared.frames.FrameLog (Redis), or a list in a test."""
+
+    turn: str
+
+    def append(self, frame: dict[str, Any], seq_if_lost: int | None = None) -> int:
+        """Record one frame; its seq."""
+        ...
 
 
 class TurnEmitter:
     """Sends a turn's frames; the log numbers them (the web tier's `accepted` is seq 0), so a
     re-run continues where the dead attempt stopped without reading the log first."""
 
-    def __init__(self, log: FrameLog, started: float | None = None,
+    def __init__(self, log: FrameSink, started: float | None = None,
                  on_step: Callable[[str], None] | None = None) -> None:
         self._log = log
         self._on_step = on_step

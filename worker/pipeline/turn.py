@@ -61,15 +61,19 @@ UNAVAILABLE: dict[str, Any] = {"valid": None, "unavailable": True}
 CHECKS = ("citations", "numbers", "prompt_echo", "repeat")
 log = logging.getLogger(__name__)
 Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
+# retrieve()'s signature: (connection, settings, query, original=, config=, language=).
+Search = Callable[..., Retrieval]
 
 
 @dataclass(frozen=True)
 class TurnDeps:
-    """What a turn needs from outside: settings, the corpus, cancel."""
+    """What a turn needs from outside: settings, the corpus, cancel, and the search over the
+    corpus (retrieve; a test's fixture passages in tests/harness.py)."""
 
     settings: Settings
     connect: Connect
     cancelled: threading.Event = field(default_factory=threading.Event)
+    search: Search = retrieve
 
 
 def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
@@ -145,7 +149,7 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         config = RetrievalConfig.from_settings(s)
         if quotes:
             config = dataclasses.replace(config, top_k=max(config.top_k, QUOTE_PASSAGES))
-        retrieval = retrieve(conn, s, search, original=query, config=config, language=lang)
+        retrieval = deps.search(conn, s, search, original=query, config=config, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
@@ -328,7 +332,7 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
     _check_time(first_token_deadline, deps)
     if mode == "hybrid":
         with emit.step("retrieve") as d, deps.connect() as conn:
-            seed = retrieve(conn, s, search, original=query, language=lang)
+            seed = deps.search(conn, s, search, original=query, language=lang)
             d["passages"] = len(seed.passages)
             d["index"] = seed.index_version
         summary = hybrid_summary(req)
@@ -338,7 +342,7 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
 
     def search_docs(text: str) -> Retrieval:
         with deps.connect() as conn:
-            return retrieve(conn, s, text, original=text)
+            return deps.search(conn, s, text, original=text)
 
     try:
         gathered = gather(req, s, emit, lang, search_docs, deps.cancelled.is_set,
