@@ -410,6 +410,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--ttl", type=int, default=900,
                    help="lifetime in seconds (default: %(default)s)")
     t.set_defaults(func=cmd_token)
+    from assistant_cli import turn_cli
+
+    turn_cli.add_parser(sub)
     return p
 
 

@@ -106,3 +106,10 @@ def prune(conn: psycopg.Connection, days: int = RETENTION_DAYS) -> int:
     cur = conn.execute("DELETE FROM traces WHERE created_at < now() - make_interval(days => %s)",
                        (days,))
     return cur.rowcount
+
+
+def load(conn: psycopg.Connection, turn: str) -> list[dict[str, Any]]:
+    """Every stored attempt of a turn, oldest first, as column -> value (for debugging)."""
+    cur = conn.execute("SELECT * FROM traces WHERE turn = %s ORDER BY attempt", (turn,))
+    names = [d.name for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
