@@ -113,7 +113,7 @@ def role(name: str, prefix: str, model: str = "", base_url: str = "", *, meaning
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting of the assistant; build with `load_settings()`."""
+    """Every setting of the assistant; build with `get_settings()` (or `settings_from_env`)."""
 
     profile: str = setting(
         "ASSISTANT_PROFILE", PROFILE, "dev",
