@@ -23,7 +23,7 @@ import httpx2
 
 from shared import models
 from shared.config import Settings, settings_from_env
-from shared.frames import TurnClosed  # noqa: F401 - tests catch it as harness.TurnClosed
+from shared.frames import Frame, TurnClosed
 from shared.passage import Passage
 from shared.traces import Trace
 from shared.turn_request import Message, ProjectBlock, TurnRequest
@@ -69,13 +69,21 @@ class ListLog:
         self.turn = turn
         self.frames: list[dict[str, Any]] = [{"seq": 0, "type": "accepted", "turn": turn}]
 
-    def append(self, frame: dict[str, Any], seq_if_lost: int | None = None) -> int:
-        """Number and keep a frame; TurnClosed after a terminal one."""
+    def append(self, frame: dict[str, Any], seq_if_lost: int | None = None,
+               expect: int | None = None) -> int:
+        """Number and keep a frame; TurnClosed after a terminal one (`expect`: the seq the
+        caller expects it to get, checked)."""
         if self.frames[-1]["type"] in ("done", "error"):
             raise TurnClosed(self.turn)
         seq = self.frames[-1]["seq"] + 1
+        assert expect is None or expect == seq, (expect, seq)
         self.frames.append(json.loads(json.dumps({**frame, "seq": seq}, ensure_ascii=False)))
         return seq
+
+    def last(self) -> Frame:
+        """The newest frame, as FrameLog.last gives it."""
+        newest = self.frames[-1]
+        return Frame(newest["seq"], newest["type"], json.dumps(newest, ensure_ascii=False))
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         """The frames of one type, in order."""
