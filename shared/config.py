@@ -427,7 +427,8 @@ BECOME_DOCS = ProcessVar(
     "folder of the BeCoMe documentation (the root of `become.toml`; default "
     "`../shared/corpus/become`)", "corpus manifests, `run`")
 URL_VAR = ProcessVar("ASSISTANT_URL", "http://127.0.0.1:8000",
-                     "the assistant the CLI's `ask`, `chat` and `status` talk to", "the CLI")
+                     "the assistant the CLI's commands talk to (`ask`, `status`, `eval answers`)",
+                     "the CLI")
 TOKEN = ProcessVar("ASSISTANT_TOKEN", "",
                    "an app access token for the CLI (else `become-assistant login`'s)", "the CLI")
 PROCESS_VARS = (API_KEY, WEB_BIND, WEB_WORKERS, WEB_WORKER_CONNECTIONS, BECOME_DOCS, URL_VAR,
