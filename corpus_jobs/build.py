@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import psycopg
@@ -30,6 +31,9 @@ from shared import corpus_store
 from shared.config import Settings
 from shared.models import embed
 from shared.passage import Passage
+
+if TYPE_CHECKING:
+    from corpus_jobs.captions import Plan
 
 CHUNK_SIZE = 500
 EMBED_TIMEOUT_S = 300.0
@@ -132,8 +136,7 @@ def to_passages(pieces: list[LoadedPiece], captions: dict[str, str]) -> list[Pas
     passages: list[Passage] = []
     seen: set[str] = set()
     for piece in pieces:
-        pid = hashlib.sha1(
-            f"{piece.source}\0{piece.section}\0{piece.text}".encode()).hexdigest()[:20]
+        pid = passage_id(piece)
         if pid in seen:  # the same text under the same heading twice adds nothing
             continue
         seen.add(pid)
@@ -141,6 +144,25 @@ def to_passages(pieces: list[LoadedPiece], captions: dict[str, str]) -> list[Pas
                                 piece.text, index_text(piece, captions.get(caption_key(piece), "")),
                                 piece.local))
     return passages
+
+
+def caption_views(pieces: list[LoadedPiece], plan: Plan, views: tuple[str, ...]
+                  ) -> list[tuple[str, str, str]]:
+    """(passage id, language, caption) for every piece with a caption in a view language."""
+    from corpus_jobs.captions import caption_key
+
+    out: dict[tuple[str, str], str] = {}
+    for piece in pieces:
+        caps = plan.captions.get(caption_key(piece), {})
+        for lang in views:
+            if caps.get(lang):
+                out.setdefault((passage_id(piece), lang), caps[lang])
+    return [(pid, lang, caption) for (pid, lang), caption in out.items()]
+
+
+def passage_id(piece: LoadedPiece) -> str:
+    """A passage's stable id: its place and its text."""
+    return hashlib.sha1(f"{piece.source}\0{piece.section}\0{piece.text}".encode()).hexdigest()[:20]
 
 
 def _reader_role(settings: Settings) -> str:
@@ -163,8 +185,14 @@ def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[
                    progress: Progress | None) -> tuple[dict[str, np.ndarray], int]:
     """Embeddings for every passage; new ones are committed batch by batch so a killed
     build resumes without re-embedding what it already stored."""
+    return _embed_texts(conn, settings, {p.content_hash: p.index_text for p in passages},
+                        progress)
+
+
+def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str, str],
+                 progress: Progress | None = None) -> tuple[dict[str, np.ndarray], int]:
+    """Passage embeddings of texts by content hash, from the cache or the embeddings role."""
     model_key = f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
-    by_hash = {p.content_hash: p.index_text for p in passages}
     have = _cached_embeddings(conn, model_key, list(by_hash))
     missing = [h for h in by_hash if h not in have]
     done = 0
@@ -183,6 +211,10 @@ def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[
         if progress:
             progress(done, len(missing))
     return have, len(missing)
+
+
+def _caption_hash(lang: str, caption: str) -> str:
+    return hashlib.sha256(f"caption\0{lang}\0{caption}".encode()).hexdigest()
 
 
 def _write_staging(conn: psycopg.Connection, settings: Settings, passages: list[Passage],
@@ -212,6 +244,29 @@ def _write_staging(conn: psycopg.Connection, settings: Settings, passages: list[
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
 
 
+def _write_caption_views(conn: psycopg.Connection, settings: Settings,
+                         views: list[tuple[str, str, str]], reader: str) -> int:
+    """The staging table of caption views (passage id, language, caption, its embedding),
+    maybe empty; returns how many captions were embedded (the others came from the cache)."""
+    vectors, embedded = _embed_texts(
+        conn, settings, {_caption_hash(lang, c): c for _pid, lang, c in views})
+    staging = sql.Identifier(corpus_store.CAPTIONS_STAGING_TABLE)
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging))
+        conn.execute(sql.SQL(
+            "CREATE TABLE {} (id text NOT NULL, lang text NOT NULL, caption text NOT NULL, "
+            "embedding vector({}) NOT NULL, PRIMARY KEY (id, lang))").format(
+            staging, sql.Literal(settings.embedding_dim)))
+        with conn.cursor().copy(sql.SQL("COPY {} (id, lang, caption, embedding) FROM STDIN")
+                                .format(staging)) as copy:
+            for pid, lang, caption in views:
+                vec = vectors[_caption_hash(lang, caption)]
+                copy.write_row((pid, lang, caption, "[" + ",".join(f"{x:.7g}" for x in vec)
+                                + "]"))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
+    return embedded
+
+
 def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5) -> None:
     """Swap staging in and mark the new version current, in one short transaction."""
     live = sql.Identifier(corpus_store.LIVE_TABLE)
@@ -224,6 +279,12 @@ def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5
                 conn.execute(sql.SQL("ALTER TABLE IF EXISTS {} RENAME TO {}").format(live, old))
                 conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
                     sql.Identifier(corpus_store.STAGING_TABLE), live))
+                # The caption views belong to the passages they were written with.
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
+                    sql.Identifier(corpus_store.CAPTIONS_TABLE)))
+                conn.execute(sql.SQL("ALTER TABLE IF EXISTS {} RENAME TO {}").format(
+                    sql.Identifier(corpus_store.CAPTIONS_STAGING_TABLE),
+                    sql.Identifier(corpus_store.CAPTIONS_TABLE)))
                 conn.execute("UPDATE indexes SET current = false WHERE current")
                 conn.execute(
                     "INSERT INTO indexes (version, corpus_hash, manifest, embedding_model, dim, "
@@ -260,21 +321,26 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
     started = time.monotonic()
     pieces, content_hash, documents = load_pieces(manifest)
     languages = settings.caption_languages
+    views = settings.caption_views
+    # Every language the index needs a caption in: in front of the text, or as a view.
+    wanted = tuple(dict.fromkeys(languages + views))
     file = load_caption_file(manifest.captions) \
-        if manifest.captions is not None and languages else None
-    role = settings.captions if languages else None
+        if manifest.captions is not None and wanted else None
+    role = settings.captions if wanted else None
     reader = _reader_role(settings)
     with corpus_store.connect(settings.corpus_dsn, autocommit=True) as conn:
         ensure_schema(conn, reader)
         caps.ensure_cache(conn)
         # The file, then the cache (no model call); the caption role only for what both lack.
-        plan = caps.plan(conn, pieces, languages, file, role.model if role else "")
-        calls = caps.fill(conn, role, pieces, plan, languages, caption_progress) \
-            if role is not None and plan.missing(languages) else 0
-        # The version covers the content and everything that changes what gets indexed.
+        plan = caps.plan(conn, pieces, wanted, file, role.model if role else "")
+        calls = caps.fill(conn, role, pieces, plan, wanted, caption_progress) \
+            if role is not None and plan.missing(wanted) else 0
+        # The version covers the content and everything that changes what gets indexed
+        # (the views only when there are some, so an index without them keeps its version).
         corpus_hash = hashlib.sha256("|".join((
             content_hash, settings.embeddings.model, settings.embedding_prefix_mode,
-            plan.digest(languages))).encode()).hexdigest()
+            plan.digest(languages), *([f"views={plan.digest(views)}"] if views else []))
+        ).encode()).hexdigest()
         version = corpus_hash[:12]
         counts = plan.counts()
         current = conn.execute("SELECT corpus_hash FROM indexes WHERE current").fetchone()
@@ -286,6 +352,8 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         passages = to_passages(pieces, {caption_key(p): plan.text(caption_key(p), languages)
                                         for p in pieces})
         vectors, embedded = _embed_missing(conn, settings, passages, progress)
+        view_rows = caption_views(pieces, plan, views)
+        view_embedded = _write_caption_views(conn, settings, view_rows, reader)
         _write_staging(conn, settings, passages, vectors, reader)
         seconds = time.monotonic() - started
         _swap(conn, {
@@ -294,6 +362,7 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             "settings": json.dumps({"chunk_size": CHUNK_SIZE,
                                     "prefix_mode": settings.embedding_prefix_mode,
                                     "caption_languages": list(languages),
+                                    "caption_views": list(views),
                                     "captions_file": manifest.captions.name
                                     if file is not None and manifest.captions else None,
                                     "caption_model": role.model if role else None,
@@ -301,7 +370,8 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             "documents": documents, "passages": len({p.id for p in passages}),
             "embedded": embedded, "seconds": seconds,
         })
-    log.info("index %s: captions %s, %d caption calls", version, counts, calls)
+    log.info("index %s: captions %s, %d caption calls, %d caption views (%d embedded)",
+             version, counts, calls, len(view_rows), view_embedded)
     return BuildReport(version, False, documents, len(passages), embedded, seconds, counts, calls)
 
 

