@@ -165,10 +165,11 @@ def test_captions_off_and_english_only(corpus: tuple[Settings, Path]) -> None:
     s, root = corpus
     write_file(root)
     manifest = load_manifest(root / "m.toml")
-    off = build_index(dataclasses.replace(s, caption_languages=()), manifest)
+    off = build_index(dataclasses.replace(s, caption_languages=(), caption_views=()), manifest)
     assert off.captions["none"] == 4
     assert not any("caption" in t for t in index_texts(s).values())
-    en = build_index(dataclasses.replace(s, caption_languages=("en",)), manifest)
+    en = build_index(dataclasses.replace(s, caption_languages=("en",), caption_views=()),
+                     manifest)
     assert en.version != off.version and en.captions["file"] == 4
     texts = index_texts(s)
     assert all(t.startswith("EN caption") and "CS popisek" not in t for t in texts.values())
@@ -221,7 +222,7 @@ def test_caption_languages_setting() -> None:
     assert settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": " EN "}).caption_languages == ("en",)
     with pytest.raises(ConfigError, match="ASSISTANT_CAPTION_LANGUAGES"):
         settings_from_env({"ASSISTANT_CAPTION_LANGUAGES": "en,de"})
-    assert settings_from_env({}).caption_views == ("cs",), "measured: the Czech view"
+    assert settings_from_env({}).caption_views == ("en", "cs"), "measured: both views"
     assert settings_from_env({"ASSISTANT_CAPTION_VIEWS": "off"}).caption_views == ()
     with pytest.raises(ConfigError, match="ASSISTANT_CAPTION_VIEWS"):
         settings_from_env({"ASSISTANT_CAPTION_VIEWS": "de"})
@@ -285,7 +286,7 @@ def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_se
         assert len(found) == 4 and found[0][0] == gamma_id, "nearest by its Czech caption"
         _, ranked, _ = rank(conn, s, heavy, question, limit=1, language="cs")
         assert ranked[0][0] == gamma_id
-        # English questions never use the view.
+        # English questions never use the Czech view (and this index has no English one).
         english = "Where is the largest deviation of the compromise?"
         assert rank(conn, s, heavy, english, limit=4, language="en")[1] == \
             rank(conn, s, RetrievalConfig(caption_cs=0), english, limit=4, language="en")[1]

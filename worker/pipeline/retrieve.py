@@ -73,6 +73,9 @@ class RetrievalConfig:
     # passages' Czech captions alone, a view the index keeps apart from the text (0 = off; an
     # index built without the view has none). Measured in docs/benchmarks.md (issue 25).
     caption_cs: float = 1.0
+    # The same for an English question over the English captions (a Czech question's
+    # translation searching them lost more than it found: not for it).
+    caption_en: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -198,6 +201,10 @@ def _rankings(search: _Search, query: str, own: str, expansion: str, czech: bool
         found = corpus_store.caption_search(search.conn, vector, config.candidates, "cs")
         if found:
             add(found, config.caption_cs)
+    if not czech and dense and config.caption_en > 0:
+        found = corpus_store.caption_search(search.conn, vectors[0], config.candidates, "en")
+        if found:
+            add(found, config.caption_en)
     if expansion and dense:
         add(search.dense(vectors[-1], "en"))
     bag = " ".join(freedict.load().english(

@@ -1,0 +1,59 @@
+"""What the captions' views add to retrieval, per question and language (issue 25).
+
+Ranks every dev and held-out question with the default settings and with `hybrid-v3` (no
+views), alternately, on the serving index: query vectors are embedded once first and Czech
+questions use the sweep's cached translations (var/sweep/translations-twins.json), so the
+times are retrieval's own (pgvector queries, BM25, fusion), not the models'.
+
+Run (needs an index built with the views, e.g. ASSISTANT_CORPUS_READ_DSN=... of one):
+    .venv/bin/python -m bench.caption_views_time --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from bench.captions_sweep import cache_query_vectors
+from bench.crosslingual_sweep import SETS
+from shared import corpus_store
+from shared.config import get_settings
+from worker import evaluation as ev
+from worker.evaluation import PRESETS, percentile
+from worker.pipeline.retrieve import RetrievalConfig, rank
+
+
+def main() -> None:
+    """Print p50 / p95 of rank() per language, with and without the views."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    s = get_settings()
+    cache_query_vectors()
+    cache = json.loads(Path("var/sweep/translations-twins.json").read_text())
+    questions = [q for path in SETS.values() for q in ev.load_questions(path)
+                 if q.expected_source]
+    configs = {"default": RetrievalConfig(), "hybrid-v3": PRESETS["hybrid-v3"]}
+    times: dict[tuple[str, str], list[float]] = {}
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        for warm in (True, False):
+            for _ in range(1 if warm else args.repeat):
+                for q in questions:
+                    lang = ev.detect_language(q.question)
+                    query = cache[q.question]["en"] if lang == "cs" else q.question
+                    for name, config in configs.items():
+                        t0 = time.perf_counter()
+                        rank(conn, s, config, query, q.question, language=lang)
+                        if not warm:
+                            times.setdefault((name, lang), []).append(
+                                (time.perf_counter() - t0) * 1000)
+    for (name, lang), xs in sorted(times.items()):
+        xs.sort()
+        print(f"{name:>10} {lang} n={len(xs)} p50 {percentile(xs, 0.5):.1f} ms  "
+              f"p95 {percentile(xs, 0.95):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
