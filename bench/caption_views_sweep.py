@@ -10,7 +10,8 @@ each with its RRF weight (0 = off). The caption vectors are computed once with t
 embeddings server and kept in var/caption-views/ (not in the repository). `base` reweights the
 chat turn's own rankings of a translated Czech question, in their order: dense translation
 (English pages), dense original, dense original (English pages), BM25 translation (English
-pages), BM25 original, Czech keywords. `prompt` picks the translation: "twins" (the chat
+pages), BM25 original, Czech keywords; `english_dense` is the weight of an English
+question's wording by meaning over the English captions. `prompt` picks the translation: "twins" (the chat
 turn's), or "glossary" (the same prompt with the app's own short label pairs whose Czech side
 the question contains, as examples just before it).
 

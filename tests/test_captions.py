@@ -106,6 +106,10 @@ def test_a_rebuild_after_editing_one_document_loses_exactly_its_changed_captions
         "invitations.", "no caption, never the stale one"
     assert {k: v for k, v in after.items() if k != changed} == \
         {k: v for k, v in before.items() if k != changed}, "every other caption kept"
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        views = corpus_store.caption_views(conn)
+    assert len(views) == 6 and not any("a.md#Two" in c for _pid, _lang, c in views), \
+        "the views (English and Czech) lose exactly the changed passage's captions"
 
 
 def test_the_build_takes_the_file_then_the_cache_then_the_caption_role(
