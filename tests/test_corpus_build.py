@@ -73,7 +73,8 @@ def test_reader_role_can_read_but_not_write(build_env: tuple[Settings, Path]) ->
         assert conn.execute("SELECT count(*) FROM passages").fetchone() == (3,)
         for statement in ("DELETE FROM passages", "UPDATE indexes SET current = false",
                           "DROP TABLE passages", "CREATE TABLE evil (x int)",
-                          "SELECT * FROM embedding_cache"):
+                          "SELECT * FROM embedding_cache", "DELETE FROM passage_captions",
+                          "DROP TABLE passage_captions"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
 

@@ -425,6 +425,7 @@ def test_eval_retrieval_runs_what_a_chat_turn_runs_unless_told_otherwise(
     assert cs["translation"] == "How is my password stored?"
     assert "pipeline chat+fewshot: the chat turn's retrieval settings" in stdout
     assert "what a chat turn runs" in stdout and "not a chat turn" not in stdout
+    assert "en+cs caption views" in stdout, "the index's views, as its settings record them"
 
     stdout, report, calls = run("--settings", "chat+none")
     assert report["a"]["name"] == "chat+none" and calls == 0

@@ -249,6 +249,7 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
                          "p95": percentile(times, 0.95)} if times else None,
         "index_version": version,
         "index_captions": built.get("caption_languages") or [],
+        "index_caption_views": built.get("caption_views") or [],
         "embedding_model": settings.embeddings.model,
         "settings": dataclasses.asdict(config),
         "seconds": round(time.monotonic() - started, 2),
