@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from assistant_cli import client, stack
 from assistant_cli.answer_view import AnswerPrinter, is_quotes, plain_heading
+from shared import checks as checks_mod
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET, TOKEN, URL_VAR, WEB_BIND, get_settings
 from shared.errors import AssistantError, ConfigError
@@ -118,26 +119,10 @@ class Progress:
 
 
 def check_warnings(checks: dict[str, Any]) -> list[str]:
-    """What the done frame's checks ask the reader to verify; a check that could not run
-    ({"valid": null, "unavailable": true}) says so, it is neither passed nor failed."""
-    out = []
-    citations = checks.get("citations") or {}
-    if citations.get("valid") is False:
-        out.append(f"invalid citations {citations.get('invalid', [])}")
-    numbers = checks.get("numbers") or {}
-    if numbers.get("valid") is False:
-        out.append("numbers not confirmed by the sources: "
-                   + ", ".join(map(str, numbers.get("unconfirmed", []))))
-    if (checks.get("prompt_echo") or {}).get("valid") is False:
-        out.append("this answer repeats the assistant's own instructions instead of answering; "
-                   "do not rely on it, try asking in other words")
-    if (checks.get("repeat") or {}).get("valid") is False:
-        out.append("this answer repeats an earlier answer of this conversation; it may not "
-                   "answer the new question")
-    out += [f"the {name} check could not run; verify this answer yourself"
-            for name, check in checks.items()
-            if isinstance(check, dict) and check.get("unavailable") is True]
-    return out
+    """What the done frame's checks ask the reader to verify (shared/checks.py words them); a
+    check that could not run ({"valid": null, "unavailable": true}) says so, it is neither
+    passed nor failed."""
+    return checks_mod.warnings(checks)
 
 
 def weak_warning(sources: list[dict[str, Any]]) -> list[str]:

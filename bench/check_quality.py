@@ -26,7 +26,7 @@ Every answer comes with an earlier answer in its conversation (a clean answer ov
 passages; for `repeat`, the one it repeats), so the clean categories also measure false
 prompt-echo and repeat flags: quoting a passage sentence must not count as an echo.
 
-It runs our checks (worker.pipeline.checks / numbers / echo / repeat) and prints, per category
+It runs our checks (every one the registry declares, worker.pipeline.checks.run_all) and prints, per category
 and language,
 recall (planted error flagged) or the false-flag rate (clean answer flagged at all). The
 templates were written from the issue's list of forms and ordinary answer sentences before the
@@ -50,10 +50,8 @@ from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from shared.turn_request import Message
-from worker.pipeline.checks import check_citations
-from worker.pipeline.echo import RUN, check_echo, instruction_lines
-from worker.pipeline.numbers import check_numbers
-from worker.pipeline.repeat import check_repeat
+from worker.pipeline.checks import CheckInput, run_all
+from worker.pipeline.echo import RUN, instruction_lines
 
 PASSAGES_PER_ANSWER = 3
 CATEGORIES = ("clean_numbers", "clean_citations", "clean_non_numbers", "ungrounded_number",
@@ -472,27 +470,29 @@ class Verdict:
     detail: str
 
 
+def _raise(name: str, exc: Exception) -> None:
+    raise exc  # a check's bug is the bench's finding: never read as "could not run"
+
+
 def judge(case: Case) -> Verdict:
-    """Run our checks on one answer."""
-    cites = check_citations(case.answer, PASSAGES_PER_ANSWER, case.passages)
-    nums = check_numbers(case.answer, case.passages, passages=PASSAGES_PER_ANSWER)
-    echo = check_echo(case.answer, case.passages)
+    """Run every check of the registry (shared/checks.py) on one answer, as the turn does."""
     history = (Message("user", "An earlier question"), Message("assistant", case.earlier))
-    repeat = check_repeat(case.answer, "A new question", history)
-    flagged = bool(cites.invalid) or not nums.valid or not echo.valid or not repeat.valid
+    blocks = run_all(CheckInput(case.answer, PASSAGES_PER_ANSWER, case.passages, history,
+                                "A new question"), _raise)
+    cites, nums = blocks["citations"], blocks["numbers"]
+    echo, repeat = blocks["prompt_echo"], blocks["repeat"]
+    flagged = any(b["valid"] is False for b in blocks.values())
     if case.category == "ungrounded_number":
-        caught = case.planted in nums.unconfirmed
+        caught = case.planted in nums["unconfirmed"]
     elif case.category == "invalid_citation":
-        caught = bool(case.planted_numbers) and case.planted_numbers <= set(cites.invalid)
-    elif case.category == "prompt_echo":
-        caught = not echo.valid
-    elif case.category == "repeat":
-        caught = not repeat.valid
+        caught = bool(case.planted_numbers) and case.planted_numbers <= set(cites["invalid"])
+    elif case.category in ("prompt_echo", "repeat"):
+        caught = blocks[case.category]["valid"] is False
     else:
         caught = False
-    detail = (f"invalid citations {list(cites.invalid)}, unconfirmed {list(nums.unconfirmed)}, "
-              f"echo {list(echo.markup) + list(echo.instructions)}, repeat "
-              f"{repeat.similarity}")
+    detail = (f"invalid citations {cites['invalid']}, unconfirmed {nums['unconfirmed']}, "
+              f"echo {echo['markup'] + echo['instructions']}, repeat "
+              f"{repeat['similarity']}")
     return Verdict(flagged, caught, detail)
 
 

@@ -20,9 +20,10 @@ from typing import Any
 import redis
 
 from shared import keys
+from shared.frame_types import TERMINAL
 from shared.limits import release_slot_lua
 
-TERMINAL_TYPES = frozenset({"done", "error"})
+TERMINAL_TYPES = TERMINAL
 _TYPE = re.compile(r"[a-z_]{1,32}")
 _HEAD = re.compile(rb'\{"seq":(0|[1-9][0-9]{0,9}),"type":"([a-z_]{1,32})"[,}]')
 
@@ -66,15 +67,6 @@ def encode(frame: dict[str, Any]) -> str:
     """Serialise a frame compactly (it is sent as-is to clients); seq and type first."""
     first = {k: frame[k] for k in ("seq", "type") if frame.get(k) is not None}
     return json.dumps({**first, **frame}, ensure_ascii=False, separators=(",", ":"))
-
-
-def error_frame(turn: str | None, seq: int | None, code: int, message: str,
-                **extra: Any) -> dict[str, Any]:
-    """An error frame with a status-like code and a plain sentence."""
-    frame: dict[str, Any] = {"type": "error", "turn": turn, "seq": seq, "code": code,
-                             "message": message}
-    frame.update(extra)
-    return frame
 
 
 # KEYS: log stream, live channel, slot holder hash, cluster slot set.

@@ -28,7 +28,7 @@ from prometheus_client.registry import REGISTRY, Collector
 
 __all__ = ["REGISTRY"]
 
-from shared import keys
+from shared import checks, keys
 
 TURNS = Counter("assistant_turns", "Turns ended by a worker, by outcome and error code",
                 ["outcome", "code"])
@@ -38,8 +38,9 @@ FIRST_TOKEN = Histogram("assistant_first_token_seconds", "Time from task start t
                         "answer token", buckets=(0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 90))
 ANSWER = Histogram("assistant_answer_seconds", "Time from task start to the final frame",
                    buckets=(0.5, 1, 2, 4, 8, 15, 30, 60, 90, 120, 180))
-CHECK_FLAGS = Counter("assistant_check_flags", "Answers a check flagged (citations, numbers, "
-                      "quotes, source_paths, prompt_echo, repeat)", ["check"])
+CHECK_FLAGS = Counter("assistant_check_flags", "Answers a check flagged ("
+                      + ", ".join(checks.NAMES) + "; <name>_unavailable: could not run)",
+                      ["check"])
 TOOL_CALLS = Counter("assistant_tool_calls", "Tool calls made by agent turns", ["tool", "result"])
 REBUILDS = Counter("assistant_rebuilds", "Corpus rebuilds by result (built, unchanged, "
                    "skipped, failed)", ["result"])

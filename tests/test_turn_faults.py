@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 
 from shared.config import Settings
+from shared.frame_types import Done
 from shared.frames import TurnClosed
 from shared.passage import Passage
 from shared.traces import Trace
 from shared.turn_request import Message, ProjectBlock, TurnRequest
 from tests.harness import ListLog
 from worker.emit import TurnEmitter
+from worker.pipeline import checks as checks_mod
 from worker.pipeline import turn as turn_mod
 from worker.pipeline.turn import TurnDeps, run_checks, run_turn
 from worker.pipeline.types import Generation, Retrieval
@@ -58,10 +60,10 @@ class FaultyEmitter(TurnEmitter):
                 raise Bug(SECRET)
             yield detail
 
-    def done(self, **fields: Any) -> None:
+    def done(self, fields: Done) -> None:
         if self.fail_in == "done":
             raise Bug(SECRET)
-        super().done(**fields)
+        super().done(fields)
 
 
 @pytest.fixture()
@@ -168,7 +170,7 @@ def test_one_check_failing_leaves_the_other(settings: Settings, scripted: list[s
     def broken(*a: Any, **kw: Any) -> Any:
         raise raises
 
-    monkeypatch.setattr(turn_mod, check, broken)
+    monkeypatch.setattr(checks_mod, check, broken)
     log, _ = _turn(settings, None)
     done = log.frames[-1]
     assert done["type"] == "done" and done["answer"] == ANSWER

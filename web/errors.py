@@ -1,4 +1,5 @@
-"""The one place errors become HTTP responses and WebSocket error frames; no internal text leaks."""
+"""The one place errors become HTTP responses (their frames: shared.frame_types.error_of); no
+internal text leaks."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from shared.errors import AssistantError, RateLimited
-from shared.frames import error_frame
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +29,6 @@ def error_body(exc: AssistantError) -> dict[str, Any]:
     if isinstance(exc, RateLimited):
         body["retry_after"] = exc.retry_after
     return {"error": body}
-
-
-def ws_error(exc: AssistantError, turn: str | None = None, seq: int | None = None
-             ) -> dict[str, Any]:
-    """The WebSocket error frame for an error."""
-    extra = {"retry_after": exc.retry_after} if isinstance(exc, RateLimited) else {}
-    return error_frame(turn, seq, exc.code, exc.public_message, **extra)
 
 
 def init_app(app: Flask) -> None:

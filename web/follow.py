@@ -15,11 +15,11 @@ from typing import Any
 
 import redis
 
-from shared import keys, turns
+from shared import frame_types, keys, turns
 from shared.auth import user_hash
 from shared.config import Settings
 from shared.errors import AssistantError, NotFound, TimedOut, Unavailable
-from shared.frames import Frame, FrameLog, TurnClosed, encode, error_frame
+from shared.frames import Frame, FrameLog, TurnClosed, encode
 from shared.language import detect_language
 from shared.metrics import TURN_STARTS
 from shared.turn_request import TurnRequest
@@ -98,7 +98,7 @@ class TurnFollower:
                 return []
             self.done = True
             exc = Unavailable("redis unreachable")
-            return [_frame(error_frame(self.turn, self.last + 1, exc.code, exc.public_message))]
+            return [_frame(frame_types.error_of(exc, self.turn, self.last + 1))]
         self.redis_down_since = None
         return frames
 
@@ -148,7 +148,7 @@ class TurnFollower:
         if self.client.set(keys.turn_abandoned(self.turn), "1", nx=True,
                            ex=self.settings.replay_ttl_s):
             try:
-                self.log.append(error_frame(self.turn, None, exc.code, exc.public_message),
+                self.log.append(frame_types.error_of(exc, self.turn),
                                 seq_if_lost=self.last + 1)
             except TurnClosed:
                 pass  # a worker ended it first: its last frame is in the log
@@ -157,8 +157,7 @@ class TurnFollower:
             # The logged end is not readable from here (another process's claim not yet
             # written, or a log with a hole after a restart): end it for this client anyway.
             self.done = True
-            out.append(_frame(error_frame(self.turn, self.last + 1, exc.code,
-                                          exc.public_message)))
+            out.append(_frame(frame_types.error_of(exc, self.turn, self.last + 1)))
         return out
 
 
@@ -216,7 +215,7 @@ def start_turn(client: redis.Redis, settings: Settings, relay: Relay, request: T
         follower = TurnFollower(client, settings, turn)
         # The web tier writes only this first frame (seq 0): from here on the worker owns
         # the turn's log and frees its slot with the terminal frame.
-        follower.log.append({"type": "accepted", "turn": turn})
+        follower.log.append(frame_types.accepted(turn))
         turn_queue.enqueue(turn, 1)
     except (redis.RedisError, OSError) as exc:
         relay.unsubscribe(sub)

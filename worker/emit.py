@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from shared.frames import error_frame
+from shared import frame_types as frames
+from shared.frame_types import Done, Frame
 
 
 class FrameSink(Protocol):
@@ -36,18 +37,18 @@ class TurnEmitter:
         # The innermost step an exception left, for the log line of a bug (never the text).
         self.failed_step: str | None = None
 
-    def _send(self, frame_type: str, **fields: Any) -> None:
+    def _send(self, frame: Frame) -> None:
         # Raises TurnClosed when the turn has already ended (ended by the web tier, which
         # found no worker in time) or Redis lost it: the attempt has nobody to answer.
-        self.seq = self._log.append({"type": frame_type, "turn": self.turn, **fields})
+        self.seq = self._log.append(frame)
 
     def restart(self, attempt: int) -> None:
         """Tell clients the answer starts over (a re-run after a worker died): drop its text."""
-        self._send("restart", attempt=attempt)
+        self._send(frames.restart(self.turn, attempt))
 
     def token(self, text: str) -> None:
         """Next piece of the answer."""
-        self._send("token", text=text)
+        self._send(frames.token(self.turn, text))
 
     @contextmanager
     def step(self, name: str) -> Iterator[dict[str, Any]]:
@@ -65,21 +66,21 @@ class TurnEmitter:
             record = {"step": name, "start_ms": round((start - self.started) * 1000, 1),
                       "ms": round((time.monotonic() - start) * 1000, 1), **detail}
             self.steps.append(record)
-            self._send("event", **record)
+            self._send(frames.event(self.turn, **record))
 
     def mark(self, name: str) -> None:
         """A point event (e.g. first token) with its time since the turn started."""
-        record = {"step": name, "start_ms": round((time.monotonic() - self.started) * 1000, 1),
-                  "ms": 0.0}
+        start_ms = round((time.monotonic() - self.started) * 1000, 1)
+        record: dict[str, Any] = {"step": name, "start_ms": start_ms, "ms": 0.0}
         self.steps.append(record)
-        self._send("event", **record)
+        self._send(frames.event(self.turn, **record))
 
-    def done(self, **fields: Any) -> None:
+    def done(self, fields: Done) -> None:
         """The terminal success frame."""
         self.finished = True
-        self._send("done", **fields)
+        self._send(frames.done(self.turn, fields))
 
     def error(self, code: int, message: str) -> None:
         """The terminal error frame (plain sentence, no internal text)."""
         self.finished = True
-        self.seq = self._log.append(error_frame(self.turn, None, code, message))
+        self._send(frames.error(self.turn, None, code, message))

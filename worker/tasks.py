@@ -21,6 +21,7 @@ from celery import shared_task
 
 from shared import feedback, metrics, traces, turns
 from shared.celery_config import FEEDBACK_TASK, TRACE_PRUNE_TASK, TURN_TASK
+from shared.checks import flags as check_flags
 from shared.config import Settings, get_settings
 from shared.frames import FrameLog, TurnClosed
 from shared.limits import Leases
@@ -104,10 +105,8 @@ def observe(trace: traces.Trace, started: float) -> None:
     """Metrics of a finished attempt (an attempt that raised counts as `crashed`)."""
     first = next((s["start_ms"] / 1000 for s in trace.steps if s.get("step") == "first_token"),
                  None)
-    checks = [(name, c) for name, c in trace.checks.items() if isinstance(c, dict)]
     # A check that could not run (a bug inside it) is counted apart, never as a flag.
-    flags = [name for name, c in checks if c.get("valid") is False] + [
-        f"{name}_unavailable" for name, c in checks if c.get("unavailable") is True]
+    flags = check_flags(trace.checks)
     outcome = "crashed" if trace.outcome == "running" else trace.outcome
     metrics.observe_turn(outcome, trace.error_code, first, started, flags)
     for step in trace.steps:

@@ -21,7 +21,9 @@ class InjectedBug(RuntimeError):
 
 
 def _patch(turn: ModuleType) -> None:
-    build_messages, check_numbers = turn.build_messages, turn.check_numbers
+    # The turn imported the checks' runners first: the number check is looked up there.
+    checks = sys.modules["worker.pipeline.checks"]
+    build_messages, check_numbers = turn.build_messages, checks.check_numbers
 
     def faulty_build(message: str, *args: Any, **kwargs: Any) -> Any:
         if "INJECT-PROMPT" in message:
@@ -34,7 +36,7 @@ def _patch(turn: ModuleType) -> None:
             raise InjectedBug(SECRET)
         return check_numbers(answer, texts, *args, **kwargs)
 
-    turn.build_messages, turn.check_numbers = faulty_build, faulty_check
+    turn.build_messages, checks.check_numbers = faulty_build, faulty_check
 
 
 class _Loader(importlib.abc.Loader):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from flask import Blueprint, Response, request, stream_with_context
 
+from shared import frame_types
 from shared.frames import Frame, encode
 from shared.redis_client import redis_client
 from web import drain
@@ -32,9 +33,9 @@ def sse_event(frame: Frame) -> str:
     return f"id: {frame.seq}\nevent: {frame.type}\ndata: {frame.text}\n\n"
 
 
-PING_EVENT = f"event: ping\ndata: {encode({'type': 'ping'})}\n\n"
+PING_EVENT = f"event: ping\ndata: {encode(frame_types.ping())}\n\n"
 # This process is stopping: the client resumes after its last seq on a new request, at once.
-RECONNECT_EVENT = f"event: reconnect\ndata: {encode({'type': 'reconnect'})}\n\n"
+RECONNECT_EVENT = f"event: reconnect\ndata: {encode(frame_types.reconnect())}\n\n"
 
 
 def stream(relay: Relay, sub: Subscription, follower: TurnFollower,

@@ -15,6 +15,7 @@ import redis
 from flask import Blueprint, g, request
 from simple_websocket import ConnectionClosed
 
+from shared import frame_types
 from shared.config import Settings
 from shared.errors import AssistantError, RateLimited, Unavailable
 from shared.frames import Frame, encode
@@ -23,7 +24,6 @@ from shared.redis_client import redis_client
 from web import drain
 from web.auth import check_origin, settings
 from web.cancel import cancel_turn
-from web.errors import ws_error
 from web.follow import TurnFollower, follow_existing, open_turn
 from web.guard import current_client, limiter, preferred_lang, socket_leases
 from web.process_relay import relay_for_process
@@ -185,7 +185,7 @@ class Session:
                     return
                 if kind == "flood":
                     self._flood_noted.clear()
-                    self.send(ws_error(RateLimited("frame flood", retry_after=1,
+                    self.send(frame_types.error_of(RateLimited("frame flood", retry_after=1,
                                                    public_message="Too many messages at once.")))
                     continue
                 with self._pending_lock:
@@ -227,11 +227,11 @@ class Session:
             elif kind == "cancel":
                 self.cancel(parse_cancel(frame))
             else:
-                self.send({"type": "pong"})
+                self.send(frame_types.pong())
         except AssistantError as exc:
             ref: Any = frame.get("turn") if isinstance(frame, dict) and frame.get(
                 "type") != "ask" else None
-            self.send(ws_error(exc, ref if isinstance(ref, str) else None))
+            self.send(frame_types.error_of(exc, ref if isinstance(ref, str) else None))
 
     def ensure_idle(self) -> None:
         """One turn at a time per socket."""
@@ -280,7 +280,7 @@ class Session:
             raise ConnectionClosed(1000, "idle")
         if self.follower is not None and not self.follower.done and \
                 time.monotonic() - self.last_sent >= self.settings.ping_interval_s:
-            self.send({"type": "ping"})
+            self.send(frame_types.ping())
 
     def end_turn(self) -> None:
         """Forget the current turn (it keeps running in the worker if unfinished)."""
@@ -305,7 +305,7 @@ def assistant_ws(ws: Any) -> None:
         pass
     except AssistantError as exc:
         try:
-            session.send(ws_error(exc))
+            session.send(frame_types.error_of(exc))
         except ConnectionClosed:
             pass
     except redis.RedisError:

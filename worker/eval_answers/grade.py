@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from shared.checks import GRADED
 from shared.language import detect_language
 from worker.eval_answers.questions import AnswerQuestion
 from worker.pipeline.markers import strip_markers
@@ -43,18 +44,18 @@ def expected_numbers_share(answer: str, expected: tuple[float, ...]) -> float | 
     return sum(1 for e in expected if any(_close(e, v) for v in found)) / len(expected)
 
 
-def _flag(checks: dict[str, Any], name: str) -> float | None:
-    """1.0 when the check failed, 0.0 when it passed, None when the record lacks it."""
+def _flag(checks: dict[str, Any], name: str, absent: float | None) -> float | None:
+    """1.0 when the check failed (or could not run), 0.0 when it passed, `absent` when the
+    record lacks it (made before the check existed)."""
     check = checks.get(name)
-    return None if not isinstance(check, dict) else 0.0 if check.get("valid", True) else 1.0
+    return absent if not isinstance(check, dict) else 0.0 if check.get("valid", True) else 1.0
 
 
 def grade(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, float | None]:
     """Per-question scores in code: 1.0/0.0 flags and shares; None where one does not apply."""
     if record.get("outcome") != "done":
         return {"error": 1.0, "language_match": 0.0, "citations_used": 0.0,
-                "invalid_citations": None, "number_flags": None, "prompt_echo": None,
-                "repeat": None, "expected_numbers": None,
+                **{c.metric: None for c in GRADED if c.metric}, "expected_numbers": None,
                 "dont_know": 0.0 if not q.answerable else None,
                 "invented_figures": None}
     answer = record.get("answer") or ""
@@ -65,11 +66,8 @@ def grade(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, float | None]:
         "error": 0.0,
         "language_match": 1.0 if detect_language(answer) == q.language else 0.0,
         "citations_used": 1.0 if citations.get("cited") else 0.0,
-        "invalid_citations": 0.0 if citations.get("valid", True) else 1.0,
-        "number_flags": 0.0 if numbers.get("valid", True) else 1.0,
-        # Absent in records made before the check existed: not counted either way.
-        "prompt_echo": _flag(checks, "prompt_echo"),
-        "repeat": _flag(checks, "repeat"),
+        # One flag per graded check of shared/checks.py.
+        **{c.metric: _flag(checks, c.name, c.absent) for c in GRADED if c.metric},
         "expected_numbers": expected_numbers_share(answer, q.expected_numbers),
         "dont_know": None,
         "invented_figures": None,

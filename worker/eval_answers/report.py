@@ -7,7 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from shared.checks import GRADED
 from worker.eval_answers.stats import METRICS
+
+# The graded checks' flags (shared/checks.py), in the registry's order.
+FLAGS = tuple(c.metric for c in GRADED if c.metric)
 
 PLOTTED = ("facts_delivered", "unsupported_claims", "language_match", "citations_used",
            "invalid_citations", "number_flags", "prompt_echo")
@@ -94,8 +98,7 @@ def worst_answers(rows: Sequence[dict[str, Any]], k: int = 8) -> list[dict[str, 
     def badness(r: dict[str, Any]) -> tuple[float, float, float]:
         return (-(1 - (r["facts_delivered"] if r.get("facts_delivered") is not None else 1)),
                 -(r.get("unsupported_count") or 0),
-                -((r.get("invalid_citations") or 0) + (r.get("number_flags") or 0)
-                  + (r.get("prompt_echo") or 0) + (r.get("repeat") or 0)))
+                -sum(r.get(f) or 0 for f in FLAGS))
     return sorted(rows, key=badness)[:k]
 
 
@@ -142,9 +145,7 @@ def write_report(out: Path, result: dict[str, Any], answers: dict[str, dict[str,
         parts.append(_table(["question", "language", "facts", "unsupported", "flags"], [[
             _Raw(f'<a href="#{_anchor(slot, r["id"])}">{html.escape(r["id"])}</a>'),
             r["language"], r.get("facts_delivered"), r.get("unsupported_count"),
-            ", ".join(f for f in ("invalid_citations", "number_flags", "prompt_echo", "repeat",
-                                  "error")
-                      if r.get(f))] for r in worst]))
+            ", ".join(f for f in (*FLAGS, "error") if r.get(f))] for r in worst]))
     if result.get("comparison"):
         a, b = (setups[x]["provenance"]["name"] for x in ("A", "B"))
         plot_comparison(out / "comparison.png", result["comparison"], a, b)

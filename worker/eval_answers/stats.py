@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from shared.checks import GRADED
 from worker.eval_answers.grade import grade
 from worker.eval_answers.judge import cohen_kappa
 from worker.eval_answers.questions import AnswerQuestion
@@ -17,10 +18,8 @@ METRICS: dict[str, tuple[bool, str]] = {
     "unsupported_count": (False, "claims no passage supports, per answer (judge)"),
     "language_match": (True, "answer in the question's language"),
     "citations_used": (True, "answers citing at least one passage"),
-    "invalid_citations": (False, "answers with a citation that points nowhere"),
-    "number_flags": (False, "answers with a number the passages do not confirm"),
-    "prompt_echo": (False, "answers repeating the prompt's instructions or markup"),
-    "repeat": (False, "answers repeating an earlier answer of the conversation"),
+    # One per graded check (shared/checks.py): lower is better.
+    **{c.metric: (False, c.metric_meaning) for c in GRADED if c.metric},
     "expected_numbers": (True, "share of expected numbers present"),
     "dont_know": (True, "unanswerable questions answered 'I don't know'"),
     "invented_figures": (False, "unanswerable questions answered with unconfirmed figures"),

@@ -20,8 +20,11 @@ from typing import Any
 
 import psycopg
 
+from shared.checks import ALWAYS as ALWAYS_CHECKS
+from shared.checks import unavailable
 from shared.config import Settings
 from shared.errors import AssistantError, ModelError, TimedOut
+from shared.frame_types import Done
 from shared.frames import TurnClosed
 from shared.language import detect_language
 from shared.traces import Trace
@@ -34,14 +37,12 @@ from worker.pipeline.agent import (
     hybrid_summary,
     trace_steps,
 )
-from worker.pipeline.checks import check_citations
-from worker.pipeline.echo import check_echo, split_project
+from worker.pipeline.checks import CheckInput, run_all
+from worker.pipeline.echo import split_project
 from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
-from worker.pipeline.numbers import check_numbers
 from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.quote_turn import QUOTE_PASSAGES, write_quotes
-from worker.pipeline.repeat import RepeatCheck, check_repeat
 from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.rewrite import (
     looks_like_followup,
@@ -55,10 +56,6 @@ from worker.pipeline.types import Retrieval
 from worker.pipeline.weak import all_weak, is_weak
 
 EXCERPT_CHARS = 400
-# A check that could not run (a bug inside it): neither passed nor failed. The panel and the
-# CLI say "this check could not run".
-UNAVAILABLE: dict[str, Any] = {"valid": None, "unavailable": True}
-CHECKS = ("citations", "numbers", "prompt_echo", "repeat")
 log = logging.getLogger(__name__)
 Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
 # retrieve()'s signature: (connection, settings, query, original=, config=, language=).
@@ -227,24 +224,13 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
     try:
         with emit.step("checks") as d:
             checks = run_checks(answer.text, retrieval, req, project, s.show_sources,
-                                written_in_code=s.effective_answer_form == "quotes")
-            if quotes is not None:
-                checks["quotes"] = {"valid": all(q["found"] for q in quotes),
-                                    "not_found": [q["text"] for q in quotes
-                                                  if not q["found"]]}
-            if paths is not None:
-                checks["source_paths"] = {"valid": all(x["valid"] for x in paths),
-                                          "invalid": [x["path"] for x in paths
-                                                      if not x["valid"]]}
-            d["citations_valid"] = checks["citations"]["valid"]
-            d["numbers_valid"] = checks["numbers"]["valid"]
-            d["prompt_echo_valid"] = checks["prompt_echo"]["valid"]
-            d["repeat_valid"] = checks["repeat"]["valid"]
+                                s.effective_answer_form == "quotes", quotes, paths)
+            d.update({f"{name}_valid": checks[name]["valid"] for name in ALWAYS_CHECKS})
     except TurnClosed:
         raise
     except Exception as exc:  # noqa: BLE001 - the answer has streamed: keep it, flag the checks
         _log_bug(emit, exc)
-        checks = {name: dict(UNAVAILABLE) for name in CHECKS}
+        checks = {name: unavailable() for name in ALWAYS_CHECKS}
     trace.checks = checks
     checks = {k: {kk: vv for kk, vv in v.items() if kk != "recorded"} for k, v in checks.items()}
     trace.outcome = "done"
@@ -253,7 +239,7 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         trace.message, trace.answer = req.message, answer.text
     # Checked in code: the panel notes an answer written in another language (B-33).
     answer_lang = detect_language(answer.text)
-    emit.done(
+    emit.done(Done(
         answer=shown,
         sources=sources_of(retrieval, s.corpus_manifest, s.retrieval_mode, lang)
         if s.show_sources else [],
@@ -268,7 +254,7 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         answer_form=s.effective_answer_form,
         **form,
         **extra,
-    )
+    ))
 
 
 @dataclass(frozen=True)
@@ -369,16 +355,6 @@ def _log_bug(emit: TurnEmitter, exc: Exception) -> None:
     log.error("turn %s: unexpected %s %s", emit.turn, type(exc).__name__, where)
 
 
-def _guarded(req: TurnRequest, name: str, check: Callable[[], Any]) -> Any:
-    """A check's result, or None when a bug inside it raised (logged by type, not text)."""
-    try:
-        return check()
-    except Exception as exc:  # noqa: BLE001 - one failing check must not take the answer
-        log.error("turn %s: the %s check raised %s; reported as unavailable", req.turn, name,
-                  type(exc).__name__)
-        return None
-
-
 def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
     if deps.cancelled.is_set():
         raise Cancelled("client cancelled")
@@ -388,52 +364,28 @@ def _check_time(first_token_deadline: float, deps: TurnDeps) -> None:
 
 def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectBlock | None, show_sources: bool,
-               written_in_code: bool = False) -> dict[str, Any]:
-    """Citation, number, prompt-echo and repeat checks (B-24, B-25); flags only, the answer is
+               written_in_code: bool = False,
+               quotes: Sequence[dict[str, Any]] | None = None,
+               paths: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Every check of shared/checks.py that applies (B-24, B-25); flags only, the answer is
     never changed.
 
-    A check that raises reads UNAVAILABLE ({"valid": None, "unavailable": true}); the others
+    A check that raises reads unavailable ({"valid": None, "unavailable": true}); the others
     still run.
     """
     # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
     # would let any number "confirm" itself, and the client writes the whole history.
+    history = trim_history(req.history)
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
-        m.content for m in trim_history(req.history) if m.role == "user"]
+        m.content for m in history if m.role == "user"]
     if project is not None:
         grounding += list(project.grounding)
-    count = len(retrieval.passages)
-    citations = _guarded(req, "citations", lambda: check_citations(answer, count, grounding))
-    # The number check reads citations in place: stripping them first would join "5[1]000".
-    numbers = _guarded(req, "numbers", lambda: check_numbers(answer, grounding, passages=count))
-    # The project block's preface instructs the model; its data is material like a passage.
     preface, data = split_project(project.text) if project is not None else ("", "")
-    echo = _guarded(req, "prompt_echo", lambda: check_echo(answer, [*grounding, data],
-                                                           [preface] if preface else []))
-    # The repeat check is for a model copying its last answer; the quotes form chooses from
-    # this question's passages only, so two questions with the same best span are no copy.
-    repeat = RepeatCheck(None, 0.0) if written_in_code else _guarded(
-        req, "repeat", lambda: check_repeat(answer, req.message, trim_history(req.history)))
-    if citations is None:
-        # With sources off no marker reaches the user: the flag reads valid all the same.
-        cite_flag: dict[str, Any] = dict(UNAVAILABLE) if show_sources else {
-            "valid": True, "cited": [], "invalid": [], "recorded": dict(UNAVAILABLE)}
-    else:
-        cite_flag = {
-            # With sources off the markers never reach the user, so the flag reads valid
-            # (B-30); the trace keeps the real verdict under `recorded`.
-            "valid": citations.valid or not show_sources,
-            "cited": list(citations.cited) if show_sources else [],
-            "invalid": list(citations.invalid) if show_sources else [],
-            **({} if show_sources else {"recorded": {
-                "valid": citations.valid, "invalid": list(citations.invalid)}})}
-    return {
-        "citations": cite_flag,
-        "numbers": dict(UNAVAILABLE) if numbers is None else {
-            "valid": numbers.valid, "unconfirmed": list(numbers.unconfirmed),
-            "checked": len(numbers.mentions)},
-        "prompt_echo": dict(UNAVAILABLE) if echo is None else {
-            "valid": echo.valid, "markup": list(echo.markup),
-            "instructions": list(echo.instructions)},
-        "repeat": dict(UNAVAILABLE) if repeat is None else {
-            "valid": repeat.valid, "earlier": repeat.earlier, "similarity": repeat.similarity},
-    }
+
+    def on_bug(name: str, exc: Exception) -> None:
+        log.error("turn %s: the %s check raised %s; reported as unavailable", req.turn, name,
+                  type(exc).__name__)
+
+    return run_all(CheckInput(
+        answer, len(retrieval.passages), grounding, history, req.message, preface, data,
+        show_sources, written_in_code, quotes, paths), on_bug)
