@@ -10,8 +10,7 @@ window: its ticket did). Run:
 It deletes the assistant's `ba:*` keys in that database before and after the run. Interleaved
 with each iteration it times the same number of round trips as bare PINGs: the floor set by the
 network and the scheduler, so a noisy p99 on a busy machine can be told apart from the limits'
-own cost; and the same checks made one call at a time (check_request, check_message, acquire,
-release: 4 round trips), the way before the one script.
+own cost.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ def _clean(client: redis.Redis) -> None:
 # admit 1 (request window, caps and message windows in one script), release 1 (one script);
 # tests/test_limits_round_trips.py counts them.
 ROUND_TRIPS = 2
-SEPARATE_ROUND_TRIPS = 4
 
 
 def _percentiles(samples: list[float]) -> str:
@@ -71,13 +69,6 @@ def main() -> None:
                         addr)
         leases.release(f"turn-{i}")
 
-    def separate(i: int) -> None:
-        addr = f"198.51.{i % 250}.{i % 7}"
-        limiter.check_request(addr)
-        limiter.check_message(f"user-{i % 400}", message, "en", addr)
-        leases.acquire(f"user-{i % 400}", f"old-{i}", "web-bench")
-        leases.release(f"old-{i}")
-
     def timed(fn: Callable[[], object]) -> float:
         start = time.perf_counter_ns()
         fn()
@@ -92,16 +83,11 @@ def main() -> None:
     try:
         for i in range(100):  # warm-up: connections, script loading
             once(1_000_000 + i)
-            separate(1_000_000 + i)
         samples: list[float] = []
         floor: list[float] = []
-        old: list[float] = []
-        old_floor: list[float] = []
         for i in range(args.n):
             samples.append(timed(partial(once, i)))
             floor.append(timed(pings(ROUND_TRIPS)))
-            old.append(timed(partial(separate, i)))
-            old_floor.append(timed(pings(SEPARATE_ROUND_TRIPS)))
     finally:
         _clean(client)
     p99 = statistics.quantiles(samples, n=100, method="inclusive")[98]
@@ -113,9 +99,6 @@ def main() -> None:
     print(f"limit checks         {_percentiles(samples)}  mean {statistics.fmean(samples):.3f} ms")
     print(f"{ROUND_TRIPS} bare PINGs         {_percentiles(floor)}  "
           f"mean {statistics.fmean(floor):.3f} ms")
-    print(f"one call at a time   {_percentiles(old)}  mean {statistics.fmean(old):.3f} ms")
-    print(f"{SEPARATE_ROUND_TRIPS} bare PINGs         {_percentiles(old_floor)}  "
-          f"mean {statistics.fmean(old_floor):.3f} ms")
     print(f"goal p99 <= 2 ms: {'met' if p99 <= 2.0 else 'NOT met'} (p99 {p99:.3f} ms)")
 
 

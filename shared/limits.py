@@ -13,23 +13,24 @@ Rate limits use the `limits` package's MovingWindowRateLimiter over RedisStorage
   the web process's clock, so web hosts must keep their clocks in sync (NTP).
 
 One message passes several limits (per user, global, optional daily). `limits` acquires each
-one atomically but not several together, and it cannot undo a hit; so check_message runs one
-Lua script of its own over the same moving-window lists (the `limits` storage format: newest
-timestamp first, at most `amount` entries): it reads every window and, only when all accept,
-pushes the message's timestamp to each. All or nothing, in one round trip: a refusal consumes
-nothing anywhere, and no race between processes can charge a counter for a refused message.
-When several refuse, the user's own limit is named first (its sentence is the most useful).
+one atomically but not several together, and it cannot undo a hit; so a message's windows are
+checked by a Lua script of our own over the same moving-window lists (the `limits` storage
+format: newest timestamp first, at most `amount` entries): it reads every window and, only when
+all accept, pushes the message's timestamp to each. All or nothing: a refusal consumes nothing
+anywhere, and no race between processes can charge a counter for a refused message. When
+several refuse, the user's own limit is named first (its sentence is the most useful).
 
 In-flight caps (per user, per web process, optionally cluster-wide) are leases: one sorted set
-per scope, members are turn ids scored by their deadline on the Redis clock. A Lua script
+per scope, members are turn ids scored by their deadline on the Redis clock. The same script
 prunes expired members, checks every cap and adds to every set in one atomic step, so
 concurrent web processes can never overshoot a cap. The holder renews its lease while the turn
 runs; a crashed worker or web process stops renewing and its slot frees within the lease time.
 The scripts touch several keys, so this needs one Redis (not Redis Cluster), as the app does.
 
-A new turn's admission (Admission.admit) runs both in one script, one round trip a message:
-the address's request window when the message is also a request (an SSE start), the caps,
-then the message windows; the turn's terminal frame frees its slot (shared/frames.py).
+A new turn's admission (Admission.admit, the one way a message is let in) runs both in that one
+script, one round trip a message: the address's request window when the message is also a
+request (an SSE start), the caps, then the message windows; the turn's terminal frame frees its
+slot (shared/frames.py).
 
 If Redis cannot be reached, every check raises Unavailable (503): the service refuses turns
 rather than serve without limits.
@@ -160,7 +161,13 @@ class StreamSlots:
     def __init__(self, settings: Settings, client: redis.Redis) -> None:
         self._client = client
         self._cap = settings.max_streams_per_user
-        self.lease_s = 30.0  # a crashed process's stream frees itself within this time
+        # A crashed process's stream frees itself within this time, as its other slots do.
+        self.lease_s = settings.slot_lease_s
+
+    @property
+    def renew_every_s(self) -> float:
+        """How often an open stream renews its slot (three tries per lease)."""
+        return self.lease_s / 3
 
     def acquire(self, user: str, stream: str) -> None:
         """Take a slot for stream, or raise RateLimited; Unavailable when Redis is down."""
@@ -290,7 +297,6 @@ class Limiter:
                                key_prefix=keys.RATE_PREFIX, wrap_exceptions=True)
         self._window = MovingWindowRateLimiter(storage)
         self._storage = storage
-        self._all_windows = client.register_script(_WINDOWS_LUA)
         self._max_chars = settings.max_message_chars
         self._v6 = settings.ipv6_prefix
         self._per_client = parse_rate(settings.client_request_limit,
@@ -323,22 +329,6 @@ class Limiter:
                 raise self._refusal(rule, lang)
         except _STORE_ERRORS as exc:
             raise _unavailable(lang) from exc
-
-    def check_message(self, user: str, message: str, lang: str = "en",
-                      client_addr: str | None = None) -> None:
-        """Check one message against length, per-user, per-address, global and daily limits;
-        then count it."""
-        self.check_length(message, lang)
-        rules = self.message_rules(user, client_addr)
-        args: list[float | int] = [time.time()]
-        for rule in rules:
-            args += [rule.item.amount, rule.item.get_expiry()]
-        try:
-            refused, entry = self._all_windows(keys=self.window_keys(rules), args=args)
-        except _STORE_ERRORS as exc:
-            raise _unavailable(lang) from exc
-        if int(refused):
-            raise self.window_refusal(rules[int(refused) - 1], entry, lang)
 
     def check_length(self, message: str, lang: str) -> None:
         """Raise TooLarge for a message over the length limit (local: no Redis)."""
@@ -413,9 +403,6 @@ class Limiter:
                            public_message=f"{text} {_again(retry, cs)}")
 
 
-# KEYS: moving-window lists in refusal order. ARGV: now (epoch s), then limit and expiry (s)
-# per key. Returns {0, ''} when every window accepted and was hit, else {i, oldest entry} of
-# the first that refused (nothing hit anywhere).
 def _window_fns(base: int) -> str:
     """Lua functions over moving-window lists: window i is KEYS[i], its limit and expiry (s)
     are ARGV[base + 2i] and ARGV[base + 2i + 1]; ARGV[1] is now (epoch s)."""
@@ -433,16 +420,6 @@ local function hit(i)
   redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[{base} + 2 * i]) - 1)
   redis.call('EXPIRE', KEYS[i], tonumber(ARGV[{base + 1} + 2 * i]))
 end
-"""
-
-
-_WINDOWS_LUA = _window_fns(0) + """
-for i = 1, #KEYS do
-  local entry = oldest_if_full(i)
-  if entry then return {i, entry} end
-end
-for i = 1, #KEYS do hit(i) end
-return {0, ''}
 """
 
 
@@ -497,19 +474,11 @@ redis.call('PEXPIREAT', {holder}, deadline)
 """
 
 
-# KEYS: user set, process set, cluster set, holder hash.
-# ARGV: turn, lease ms, user cap, process cap, cluster cap (0 = off).
-# Returns 0 when the slot is held, else which cap refused: 1 user, 2 process, 3 cluster.
-_SLOT_SETS = ("KEYS[1]", "KEYS[2]", "KEYS[3]")
-_ACQUIRE_LUA = (_NOW_MS + _EXPIRE_SETS
-                + _check_caps_lua(_SLOT_SETS, "ARGV[1]", ("ARGV[3]", "ARGV[4]", "ARGV[5]"), "%d")
-                + _take_slot_lua(_SLOT_SETS, "KEYS[4]", "ARGV[1]", "ARGV[2]") + "return 0\n")
-
 # A new turn's admission, every limit in one atomic step (one round trip per message).
 # KEYS: the address's request window (when ARGV[2] is 1), the message windows in refusal
-# order, then the acquire script's four keys. ARGV: now (epoch s), 1 or 0 (a request window
-# first), the number of windows w, limit and expiry (s) per window, then the acquire script's
-# five arguments. Returns {0, 0, ''} when admitted; else {1, 1, oldest} (request window full),
+# order, then the caps' four keys (Leases.cap_keys). ARGV: now (epoch s), 1 or 0 (a request
+# window first), the number of windows w, limit and expiry (s) per window, then the caps' five
+# arguments (Leases.cap_args). Returns {0, 0, ''} when admitted; else {1, 1, oldest} (request window full),
 # {2, cap, ''} (a cap full: 1 user, 2 process, 3 cluster) or {3, i, oldest} (message window i).
 _ADMIT_SETS = ("KEYS[s + 1]", "KEYS[s + 2]", "KEYS[s + 3]")
 _ADMIT_LUA = _NOW_MS + _EXPIRE_SETS + _window_fns(2) + """
@@ -586,7 +555,6 @@ class Leases:
         self._per_user = settings.max_turns_per_user
         self._per_process = settings.max_turns_per_process
         self._total = settings.max_turns_total
-        self._acquire = client.register_script(_ACQUIRE_LUA)
         self._renew = client.register_script(_RENEW_LUA)
         self._release = client.register_script(_RELEASE_LUA)
 
@@ -595,23 +563,14 @@ class Leases:
         """How often a holder should renew: three tries per lease survive a slow round trip."""
         return self.lease_s / 3
 
-    def acquire(self, user: str, turn: str, process_id: str, lang: str = "en") -> None:
-        """Take an in-flight slot for a turn, or raise RateLimited (429) when a cap is full."""
-        try:
-            refused = int(self._acquire(keys=self.cap_keys(user, turn, process_id),
-                                        args=self.cap_args(turn)))
-        except redis.RedisError as exc:
-            raise _unavailable(lang) from exc
-        if refused:
-            raise self.refusal(refused, lang)
-
     def cap_args(self, turn: str) -> list[str | int]:
-        """The acquire script's arguments after its keys: turn, lease ms and the caps."""
+        """The admission script's cap arguments: turn, lease ms and the caps."""
         return [turn, self._lease_ms, self._per_user, self._per_process, self._total]
 
     @staticmethod
     def cap_keys(user: str, turn: str, process_id: str) -> list[str]:
-        """The acquire script's keys: user, process and cluster sets, then the holder hash."""
+        """The admission script's cap keys: user, process and cluster sets, then the holder
+        hash."""
         return [keys.slots_user(user), keys.slots_process(process_id), keys.SLOTS_ALL,
                 keys.slot_holder(turn)]
 

@@ -12,7 +12,7 @@ import redis
 from assistant_cli import stack
 from shared.config import settings_from_env
 from shared.frames import FrameLog, TurnClosed, head
-from shared.limits import Leases
+from shared.limits import Admission, Leases, Limiter
 from tests.conftest import redis_url
 
 
@@ -45,7 +45,8 @@ def test_nothing_is_logged_after_the_end_and_the_end_frees_the_slot(
                                   "ASSISTANT_REDIS_URL": redis_url(5)})
     leases = Leases(settings, client)
     turn = uuid.uuid4().hex
-    leases.acquire(f"user-{turn}", turn, "web-test")
+    Admission(Limiter(settings, client), leases, client).admit(f"user-{turn}", "hi", turn,
+                                                               "web-test")
     log = FrameLog(client, turn, 60)
     log.append({"type": "accepted", "turn": turn})
     assert leases.renew(turn) is True

@@ -1,8 +1,8 @@
 """Limits (section 9, B-2, B-28) against a real Redis (this test session's, database 7).
 
 Every message and in-flight cap is checked the way production checks it: through the
-admission script (Admission.admit, which web/follow.py calls for each new turn), never through
-Limiter.check_message or Leases.acquire, which production does not call for a message.
+admission script (Admission.admit, which web/follow.py calls for each new turn; the only way
+in).
 """
 
 from __future__ import annotations

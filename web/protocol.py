@@ -96,7 +96,7 @@ def parse_ask(frame: Any, s: Settings) -> Ask:
                                    or not PROJECT_ID.fullmatch(project_id)):
         raise BadRequest("bad project id", public_message="The project id is not valid.")
     return Ask(message.strip(),
-               tuple(Message(m["role"], m["content"]) for m in bound_history(history)),
+               tuple(bound_history([Message(m["role"], m["content"]) for m in history])),
                project_id, parse_mode(frame, s))
 
 

@@ -108,16 +108,16 @@ def turn_events(turn: str) -> Response:
         raise
     return sse_response(held_stream(stream(relay, sub, follower, follower.catch_up()),
                                     lambda: slots.renew(user, slot),
-                                    lambda: slots.release(user, slot)))
+                                    lambda: slots.release(user, slot), slots.renew_every_s))
 
 
 def held_stream(body: Iterator[str], renew: Callable[[], None],
-                release: Callable[[], None]) -> Iterator[str]:
+                release: Callable[[], None], renew_every_s: float) -> Iterator[str]:
     """The stream's events; its slot is renewed as events go out and freed when it ends."""
     last = time.monotonic()
     try:
         for event in body:
-            if time.monotonic() - last >= 5:
+            if time.monotonic() - last >= renew_every_s:
                 renew()
                 last = time.monotonic()
             yield event

@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 
-from shared.history import HISTORY_CHARS, HISTORY_MESSAGES
+from shared.history import HISTORY_MESSAGES, bound_history
 from shared.turn_request import Message
 from worker.pipeline.types import Retrieval
 
@@ -29,18 +29,11 @@ def language_line(lang: str) -> str:
 
 
 def trim_history(history: tuple[Message, ...]) -> list[Message]:
-    """Last 20 messages within ~6,000 characters, oldest dropped first; answers lose [n]."""
-    kept: list[Message] = []
-    total = 0
-    for m in reversed(history[-HISTORY_MESSAGES:]):
-        if m.role not in ("user", "assistant"):
-            continue
-        content = MARKER.sub("", m.content) if m.role == "assistant" else m.content
-        if total + len(content) > HISTORY_CHARS:
-            break
-        kept.append(Message(m.role, content))
-        total += len(content)
-    return list(reversed(kept))
+    """Last 20 messages within ~6,000 characters (shared.history.bound_history), oldest dropped
+    first; answers lose [n]."""
+    recent = [Message(m.role, MARKER.sub("", m.content) if m.role == "assistant" else m.content)
+              for m in history[-HISTORY_MESSAGES:] if m.role in ("user", "assistant")]
+    return bound_history(recent)
 
 
 FENCE_TAG = re.compile(r"</?\s*passage\s*>", re.IGNORECASE)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import psycopg
 
 from shared import corpus_store
-from shared.config import Settings
+from shared.config import RETRIEVAL_MODES, Settings
 from worker.pipeline import bilingual as freedict
 from worker.pipeline.bm25 import LexicalIndex, lexical_index
 from worker.pipeline.fusion import fuse, interleave, spread_sections, to_czech_twins
@@ -17,7 +17,6 @@ from worker.pipeline.types import Retrieval
 from worker.pipeline.vectors import cached_vectors
 
 Ranking = list[tuple[str, float]]
-MODES = ("hybrid", "dense", "bm25")
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
          ) -> tuple[str, Ranking, LexicalIndex]:
     """(index version, ranked (passage id, score), lexical index) for a query; `language`
     is the question's ("cs" turns on the configured cross-lingual help)."""
-    if config.mode not in MODES:
+    if config.mode not in RETRIEVAL_MODES:
         raise ValueError(f"unknown retrieval mode {config.mode!r}")
     info = corpus_store.current_index(conn)
     lexical = lexical_index(conn, info.version, config.fold_diacritics, config.lemmatize,
