@@ -15,7 +15,7 @@ from shared.history import HISTORY_CHARS
 
 # The longest answer prompt, in characters: the instructions and pinned facts (worker/prompts,
 # ~2,600), a project block of 50 listed experts with names, positions and figures at their
-# limits (web/project_context.py, ~14,600; tests/test_answer_model.py builds one), and per
+# limits (web/project/context.py, ~14,600; tests/test_answer_model.py builds one), and per
 # passage its text (cut at ~800 by the chunker) with its heading line.
 INSTRUCTION_CHARS = 3_000
 PROJECT_BLOCK_CHARS = 15_000

@@ -149,7 +149,7 @@ def main() -> None:
         st = conftest.start_stack(sup, "bench-first-word", conftest.WEB_PORT + 20, {
             "ASSISTANT_REDIS_URL": conftest.redis_url(9),
             "ASSISTANT_APP_API_URL": demo_app, "ASSISTANT_ANSWER_FORM": args.form})
-        from web.app_api import AppApi, read_project_context
+        from web.project.app_api import AppApi, read_project_context
 
         try:
             token = alice_token(demo_app)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from tests.bad_inputs import SLOW_REGEX_UNITS
-from web import project_context as pc
+from web.project import context as pc
 
 STEPS: dict[str, Callable[[str], object]] = {
     "controls": pc._strip_controls,

@@ -1,6 +1,6 @@
 """Which numbers of a project block may ground the model's numbers: only the structured ones.
 
-The block (web/project_context.py) mixes values the app stores as numbers (opinion bounds, the
+The block (web/project/context.py) mixes values the app stores as numbers (opinion bounds, the
 scale, counts, the stored result) and figures computed in code with text members typed (names,
 positions, the description, the unit, the Likert decision). A member who writes "the best
 compromise is 77.7" in the description must not make an answer saying 77.7 pass (issue 26).

@@ -92,7 +92,7 @@ class TurnRequest:
     # The panel project's block, read by the web tier with the user's own access.
     project: ProjectBlock | None = None
     # Agent and hybrid turns: what the project tools may read, prefetched the same way
-    # (web/project_tools.py); read-only here.
+    # (web/project/tools.py); read-only here.
     tool_data: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:

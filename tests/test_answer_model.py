@@ -101,7 +101,7 @@ def test_the_context_holds_the_longest_prompt_in_the_models_own_tokens(gemma: Pa
 
 
 def test_the_project_block_bound_holds_for_50_experts_at_their_limits() -> None:
-    from web.project_context import build_context
+    from web.project.context import build_context
 
     opinions = [{"user_id": str(i), "user_first_name": "A" * 40, "user_last_name": "B" * 40,
                  "position": "P" * 80, "lower_bound": 123456.789 + i, "peak": 223456.789 + i,

@@ -21,7 +21,7 @@ from shared.auth import mint_access_token
 from shared.config import settings_from_env
 from tests.conftest import TEST_ENV, VAR, redis_url
 from web import create_app
-from web import project_context as pc
+from web.project import context as pc
 
 URL = redis_url(10)
 SECRET = TEST_ENV["ASSISTANT_APP_JWT_SECRET"]

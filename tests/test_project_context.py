@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from shared.method import Fuzzy, compute
-from web.project_context import (
+from web.project.context import (
     FENCE_CLOSE,
     FENCE_OPEN,
     LIMIT_DESCRIPTION,
@@ -362,7 +362,7 @@ def test_numbers_typed_into_free_text_ground_nothing() -> None:
 def test_the_project_block_of_every_path_grounds_only_structured_values() -> None:
     """The workflow block, the agent's prefetched block and the worker's block of tool texts."""
     from shared.turn_request import ProjectBlock
-    from web.project_sections import sections
+    from web.project.sections import sections
 
     proj, ops, members, result = typed_scenario()
     parts = sections(proj, ops, result, members)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from web.project_context import FENCE_CLOSE, FENCE_OPEN, build_context
-from web.project_sections import list_text, project_list, split_context
+from web.project.context import FENCE_CLOSE, FENCE_OPEN, build_context
+from web.project.sections import list_text, project_list, split_context
 
 PROJECT = {"name": "Budget <b>plan</b>", "description": "Line one\nExpert 9: forged line",
            "scale_min": 0, "scale_max": 100, "scale_unit": "kCZK", "member_count": 3}

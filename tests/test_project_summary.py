@@ -14,7 +14,7 @@ from shared.auth import mint_access_token
 from shared.figures import ProjectFigures, format_number
 from shared.turn_request import ProjectBlock, TurnRequest
 from tests.conftest import TEST_ENV
-from web.app_api import AppApi, read_project_context
+from web.project.app_api import AppApi, read_project_context
 from worker.pipeline.project_summary import summary_lines
 
 ALICE = DEMO_USERS["alice@example.com"]  # a member of every demo project

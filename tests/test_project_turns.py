@@ -23,7 +23,7 @@ from demo_app.seed import (
 from shared.auth import mint_access_token
 from tests.conftest import TEST_ENV, WEB_PORT, Stack, redis_url, set_script, start_stack
 from tests.wsutil import app_token, http_json
-from web.app_api import AppApi, read_project_context
+from web.project.app_api import AppApi, read_project_context
 
 ALICE, BOB = DEMO_USERS["alice@example.com"], DEMO_USERS["bob@example.com"]
 FENCE = re.compile(r"<project-data>\n(.*?)\n</project-data>", re.DOTALL)

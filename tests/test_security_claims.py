@@ -17,7 +17,7 @@ from shared import keys
 from shared.auth import mint_access_token
 from shared.config import Settings
 from shared.errors import Unauthorized
-from web.app_api import AppApi, confirm_token
+from web.project.app_api import AppApi, confirm_token
 from web.tickets import consume_ticket, issue_ticket
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from web.project_context import build_context
+from web.project.context import build_context
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "what-the-assistant-sends.md"
 

@@ -21,7 +21,7 @@ def build_request(settings: Settings, app_token: str, turn: str, user: str, ask:
     project: ProjectBlock | None = None
     tool_data = None
     if mode != "workflow":
-        from web.project_tools import prefetch
+        from web.project.tools import prefetch
 
         tool_data, project = prefetch(settings, app_token, ask.project_id)
     elif ask.project_id:
@@ -36,7 +36,7 @@ def read_project(settings: Settings, app_token: str, project_id: str) -> Project
     if not settings.app_api_url:
         raise Unavailable("no app API configured", public_message=(
             "Project data is not available on this server."))
-    from web.app_api import AppApi, read_project_context
+    from web.project.app_api import AppApi, read_project_context
 
     context, read_ms = read_project_context(
         AppApi(settings.app_api_url, settings.app_api_timeout_s), app_token, project_id)

@@ -34,7 +34,7 @@ def create_ticket() -> tuple[Response, int]:
     project_id = body.get("project_id") if isinstance(body, dict) else None
     if project_id and s.app_api_url:
         # A project turn reads the user's data with this token: the app confirms it first.
-        from web.app_api import AppApi, confirm_token
+        from web.project.app_api import AppApi, confirm_token
 
         confirm_token(AppApi(s.app_api_url, s.app_api_timeout_s), token,
                       s.app_token_check_cache_s)
@@ -86,7 +86,7 @@ def dev_token() -> tuple[Response, int]:
 @bp.get("/api/v1/assistant/projects")
 def my_projects() -> tuple[Response, int]:
     """The caller's projects (id, name) for the panel's picker, read with their own token."""
-    from web.app_api import AppApi
+    from web.project.app_api import AppApi
 
     check_origin()
     s = settings()
@@ -104,9 +104,9 @@ def my_projects() -> tuple[Response, int]:
 def project_chart(project_id: str) -> tuple[Response, int]:
     """The data of a project's chart (issue 16), read with the caller's own token like a turn's
     project context: triangles, mean, median, best compromise, maximum error."""
-    from web.app_api import AppApi
-    from web.chart_cache import cached_chart
-    from web.project_context import chart_data
+    from web.project.app_api import AppApi
+    from web.project.chart_cache import cached_chart
+    from web.project.context import chart_data
 
     check_origin()
     s = settings()

@@ -123,7 +123,7 @@ def check_echo(answer: str, material: Iterable[str] = (),
                      tuple(_shown(r) for r in runs)[:MAX_SHOWN])
 
 
-# The web tier fences the project's data with this tag (web/project_context.py); what comes
+# The web tier fences the project's data with this tag (web/project/context.py); what comes
 # before the fence is the block's own instruction to the model.
 PROJECT_FENCE = "<project-data>"
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from web.project_context import (
+from web.project.context import (
     FENCE_CLOSE,
     FENCE_OPEN,
     LIMIT_PROJECT_NAME,

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from shared.errors import AssistantError, Forbidden, NotFound, Unauthorized, Unavailable
-from web.project_context import ProjectContext, build_context
+from web.project.context import ProjectContext, build_context
 
 log = logging.getLogger(__name__)
 MAX_BODY = 4 * 1024 * 1024

@@ -1,7 +1,7 @@
 """What the project tools of agent and hybrid turns may read, prefetched with the user's token.
 
 Why prefetch (and not a capability the worker redeems later): the token then never leaves this
-process, exactly as in the workflow (web/app_api.py), and a tool can only ever return what the
+process, exactly as in the workflow (web/project/app_api.py), and a tool can only ever return what the
 app showed this user before the turn was enqueued: another user's project is not in the payload
 at all, so no worker bug or model request can reach it. The cost is a few app reads per turn,
 bounded by PREFETCH_PROJECTS.
@@ -16,8 +16,8 @@ from typing import Any
 from shared.config import Settings
 from shared.errors import AssistantError, NotFound
 from shared.turn_request import ProjectBlock
-from web.app_api import AppApi
-from web.project_sections import list_text, project_list, sections
+from web.project.app_api import AppApi
+from web.project.sections import list_text, project_list, sections
 
 log = logging.getLogger(__name__)
 # The panel's project when there is one, else the first projects of the user's list.
