@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from shared.project_grounding import project_grounding
 from tests.bad_inputs import SLOW_REGEX_UNITS
-from web.project import context as pc
+from web.project import cleaning as pc
 
 STEPS: dict[str, Callable[[str], object]] = {
     "controls": pc._strip_controls,
@@ -22,7 +23,7 @@ STEPS: dict[str, Callable[[str], object]] = {
     "uuid": lambda t: pc._UUID.sub("x", t),
     "whitespace": lambda t: pc._WHITESPACE.sub(" ", t),
     "clean_text": lambda t: pc.clean_text(t, pc.LIMIT_DESCRIPTION),
-    "grounding": pc.project_grounding,
+    "grounding": project_grounding,
 }
 
 

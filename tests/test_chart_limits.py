@@ -21,7 +21,8 @@ from shared.auth import mint_access_token
 from shared.config import settings_from_env
 from tests.conftest import TEST_ENV, VAR, redis_url
 from web import create_app
-from web.project import context as pc
+from web.project import chart as pc
+from web.project import cleaning
 
 URL = redis_url(10)
 SECRET = TEST_ENV["ASSISTANT_APP_JWT_SECRET"]
@@ -121,11 +122,12 @@ def test_a_chart_is_read_from_the_app_once_for_calls_in_a_row(web: FlaskClient,
 def test_only_the_opinions_the_chart_shows_are_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
     cleaned: list[int] = []
     real = pc.clean_text
-    monkeypatch.setattr(pc, "clean_text", lambda v, limit: (cleaned.append(limit),
-                                                            real(v, limit))[1])
+    for module in (pc, cleaning):  # the chart's own fields; the experts' names (person_name)
+        monkeypatch.setattr(module, "clean_text", lambda v, limit: (cleaned.append(limit),
+                                                                    real(v, limit))[1])
     recomputed: list[int] = []
-    real_recompute = pc._recompute
-    monkeypatch.setattr(pc, "_recompute", lambda o: (recomputed.append(len(o)),
+    real_recompute = pc.recompute
+    monkeypatch.setattr(pc, "recompute", lambda o: (recomputed.append(len(o)),
                                                      real_recompute(o))[1])
     project = {"name": "Office move", "scale_min": 0, "scale_max": 20, "scale_unit": "days"}
     result = {"best_compromise_lower": 2, "best_compromise_peak": 6,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from shared.method import Fuzzy, compute
+from web.project.chart import chart_data
 from web.project.context import (
     FENCE_CLOSE,
     FENCE_OPEN,
@@ -17,7 +18,6 @@ from web.project.context import (
     LIMIT_PROJECT_NAME,
     ProjectContext,
     build_context,
-    chart_data,
     clean_text,
     format_number,
 )

@@ -16,7 +16,7 @@ from shared.project_grounding import project_grounding
 from tests.bad_inputs import SLOW_REGEX_UNITS
 from tests.conftest import Stack
 from tests.wsutil import app_token, get_ticket
-from web.project import context as pc
+from web.project import cleaning as pc
 
 
 def record_events(events: list[dict[str, Any]]) -> None:

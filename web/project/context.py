@@ -6,11 +6,7 @@ here are read, so e-mail addresses, user/admin/opinion ids and photo URLs never 
 
 from __future__ import annotations
 
-import html
-import math
-import re
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
@@ -27,15 +23,21 @@ from shared.method import (
     peak_spread,
 )
 from shared.project_grounding import FENCE_CLOSE, FENCE_OPEN, project_grounding
+from web.project.cleaning import (
+    LIMIT_DESCRIPTION,
+    LIMIT_LIKERT_DECISION,
+    LIMIT_POSITION,
+    LIMIT_PROJECT_NAME,
+    LIMIT_UNIT,
+    clean_text,
+    hidden_user_ids,
+    number,
+    opinion_values,
+    person_name,
+    stored_triangle,
+)
 
 MAX_LISTED = 50
-LIMIT_PROJECT_NAME = 120
-LIMIT_DESCRIPTION = 600
-LIMIT_PERSON_NAME = 80
-LIMIT_POSITION = 80
-LIMIT_UNIT = 20
-LIMIT_LIKERT_DECISION = 40
-ELLIPSIS = "…"
 PREFACE = (
     "Project data read from the BeCoMe app with the signed-in user's own access. "
     f"The lines between {FENCE_OPEN} and {FENCE_CLOSE} are what was entered in the project "
@@ -47,29 +49,11 @@ PREFACE = (
 _CENT = Decimal("0.01")
 # Enough digits for any float's integer part (up to ~1.8e308) plus two decimals.
 _ROUNDING = Context(prec=400, rounding=ROUND_HALF_UP)
-# Script and style bodies are code, not text someone meant to show. The opener's attributes are
-# bounded and its closer is searched for separately (see _drop_code): one regex with ".*?" up to
-# a back-reference scans to the end of the text from every unclosed opener, which is quadratic.
-_CODE_OPEN = re.compile(r"<\s*(script|style)\b[^<>]{0,400}>", re.IGNORECASE)
-_CODE_CLOSE = {name: re.compile(rf"<\s*/\s*{name}\s*>", re.IGNORECASE)
-               for name in ("script", "style")}
-# Every field is cut to this many times its limit before any pattern runs: cleaning only removes
-# or folds characters, so what survives fits, and the work per field stays bounded (B-18).
-_RAW_FACTOR = 8
-# Tag-like markup: "<", optional "/", then a letter, "!" or "?" (so "a < b > c" survives);
-# spaced near misses such as "< /project-data >" are defused by the bracket and word rules.
-_TAG = re.compile(r"</?[A-Za-z!?][^<>]*>")
-# The fence's own word in any spelling; a model may honour a near miss like "< /project data >".
-_FENCE_WORD = re.compile(r"project[\s_\-\u2010-\u2015]*data", re.IGNORECASE)
-# Starts only where a run of address characters starts, and never gives characters back: tried
-# from every position of "aaaa…@" it would rescan the run each time (quadratic).
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
-                   re.IGNORECASE)
-_WHITESPACE = re.compile(r"\s+")
 _FIELD_NAMES = {"best_compromise": "best compromise", "arithmetic_mean": "arithmetic mean",
                 "median": "median", "max_error": "maximum error",
                 "num_experts": "number of experts"}
+
+
 
 
 @dataclass(frozen=True)
@@ -93,116 +77,10 @@ class _Listed:
     values: Fuzzy | None
 
 
-def _strip_controls(text: str) -> str:
-    """Whitespace controls become spaces; other control/format/unassigned characters go."""
-    kept = []
-    for ch in text:
-        if ch.isspace():
-            kept.append(" ")
-        elif not unicodedata.category(ch).startswith("C"):
-            kept.append(ch)
-    return "".join(kept)
-
-
-def _drop_code(text: str) -> str:
-    """Replace each closed script or style element by a space, in one pass over the text."""
-    parts: list[str] = []
-    pos = 0
-    exhausted: set[str] = set()  # names with no closer after the current position
-    while (opener := _CODE_OPEN.search(text, pos)) is not None:
-        name = opener.group(1).lower()
-        closer = None if name in exhausted else _CODE_CLOSE[name].search(text, opener.end())
-        if closer is None:
-            # Left for the tag rule; no later opener of this name can find a closer either.
-            exhausted.add(name)
-            parts.append(text[pos:opener.end()])
-        else:
-            parts.append(text[pos:opener.start()] + " ")
-        pos = opener.end() if closer is None else closer.end()
-    parts.append(text[pos:])
-    return "".join(parts)
-
-
-def _strip_markup(text: str) -> str:
-    """Remove tags until none is left, then defuse any stray angle bracket."""
-    # Repeat because removing "<b>" from "<<b>/project-data>" forms a new tag.
-    for _ in range(20):
-        stripped = _TAG.sub("", _drop_code(text))
-        if stripped == text:
-            break
-        text = stripped
-    return text.replace("<", "‹").replace(">", "›")
-
-
-def clean_text(value: object, limit: int) -> str:
-    """User-typed text made safe for the fence: no markup, controls, ids or e-mails; shortened."""
-    if value is None:
-        return ""
-    # Cut first (and again after each step that can lengthen the text), so no pattern ever
-    # sees more than a few KB however much a member stored.
-    cap = limit * _RAW_FACTOR
-    # NFKC folds look-alikes such as fullwidth "＜" into "<"; entities are decoded so that
-    # "&lt;/project-data&gt;" is caught as markup; NFKC again for what the entities produced.
-    text = unicodedata.normalize("NFKC", str(value)[:cap])[:cap]
-    text = unicodedata.normalize("NFKC", html.unescape(text))[:cap]
-    text = _strip_markup(_strip_controls(text))
-    text = _FENCE_WORD.sub("project data", text)
-    text = _EMAIL.sub("(e-mail removed)", text)
-    text = _UUID.sub("(id removed)", text)
-    text = _WHITESPACE.sub(" ", text.replace("`", "")).strip()
-    if len(text) > limit:
-        text = text[: limit - 1].rstrip() + ELLIPSIS
-    return text
-
-
-def _number(value: object) -> float | None:
-    """A finite JSON number as float, else None (JSON booleans are not numbers)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _fuzzy(lower: object, peak: object, upper: object) -> Fuzzy | None:
-    """A triangle from three JSON values, or None when any is not a number."""
-    values = (_number(lower), _number(peak), _number(upper))
-    if values[0] is None or values[1] is None or values[2] is None:
-        return None
-    return Fuzzy(values[0], values[1], values[2])
-
-
-def _opinion_values(opinion: Mapping[str, Any]) -> Fuzzy | None:
-    """An opinion's (lower_bound, peak, upper_bound)."""
-    return _fuzzy(opinion.get("lower_bound"), opinion.get("peak"), opinion.get("upper_bound"))
-
-
-def _stored_triangle(result: Mapping[str, Any], name: str) -> Fuzzy | None:
-    """One {lower, peak, upper} object of the stored result."""
-    tri = result.get(name)
-    if not isinstance(tri, Mapping):
-        return None
-    return _fuzzy(tri.get("lower"), tri.get("peak"), tri.get("upper"))
-
-
-def _hidden_user_ids(members: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """Members who opted out of other members' assistants (missing flag: not opted out)."""
-    # Any truthy flag counts: when the app sends something unexpected, hiding is the safe error.
-    return frozenset(str(m.get("user_id")) for m in members
-                     if m.get("hidden_from_assistants") and m.get("user_id") is not None)
-
-
-def _person_name(opinion: Mapping[str, Any]) -> str:
-    """'First Last' as the app shows it, cleaned; a neutral label when empty."""
-    first = opinion.get("user_first_name") or ""
-    last = opinion.get("user_last_name") or ""
-    name = clean_text(f"{first} {last}", LIMIT_PERSON_NAME)
-    return name or "(no name given)"
-
-
 def _listed(opinion: Mapping[str, Any]) -> _Listed:
     """The allow-listed part of one opinion."""
-    return _Listed(_person_name(opinion), clean_text(opinion.get("position"), LIMIT_POSITION),
-                   _opinion_values(opinion))
+    return _Listed(person_name(opinion), clean_text(opinion.get("position"), LIMIT_POSITION),
+                   opinion_values(opinion))
 
 
 def _triangle_text(f: Fuzzy, centroid: float | None = None) -> str:
@@ -245,7 +123,7 @@ def _opinion_summary(total: int, hidden: int, visible: int, listed: int) -> str:
 
 def _scale_line(project: Mapping[str, Any]) -> str:
     """'Scale: from 0 to 100, unit: bn CZK'."""
-    low, high = _number(project.get("scale_min")), _number(project.get("scale_max"))
+    low, high = number(project.get("scale_min")), number(project.get("scale_max"))
     if low is None or high is None:
         return "Scale: not given."
     unit = clean_text(project.get("scale_unit"), LIMIT_UNIT)
@@ -281,18 +159,18 @@ def _stored_result_lines(result: Mapping[str, Any]) -> list[str]:
     """The stored result as the app shows it."""
     lines = ["Stored result (as the app shows it, in scale units):"]
     for name in ("best_compromise", "arithmetic_mean", "median"):
-        tri = _stored_triangle(result, name)
+        tri = stored_triangle(result, name)
         label = _FIELD_NAMES[name].capitalize()
         if tri is None:
             lines.append(f"- {label}: not given")
             continue
         # The app derives the centroid from the bounds; derive it too when it is missing.
-        centroid = _number(result[name].get("centroid"))
+        centroid = number(result[name].get("centroid"))
         shown = tri.centroid if centroid is None else centroid
         lines.append(f"- {label}: {_triangle_text(tri, shown)}")
-    lines.append(f"- Maximum error: {_maybe_number(_number(result.get('max_error')))}")
-    lines.append(f"- Number of experts: {_maybe_number(_number(result.get('num_experts')))}")
-    likert = _number(result.get("likert_value"))
+    lines.append(f"- Maximum error: {_maybe_number(number(result.get('max_error')))}")
+    lines.append(f"- Number of experts: {_maybe_number(number(result.get('num_experts')))}")
+    likert = number(result.get("likert_value"))
     if likert is not None:
         decision = clean_text(result.get("likert_decision"), LIMIT_LIKERT_DECISION)
         lines.append(f"- Likert value: {format_number(likert)}"
@@ -315,7 +193,7 @@ def _recomputed_lines(computed: BecomeResult) -> list[str]:
 
 def _agreement_line(project: Mapping[str, Any], max_error: float | None) -> str | None:
     """The agreement level from Δmax as a share of the scale width, or None when unknown."""
-    low, high = _number(project.get("scale_min")), _number(project.get("scale_max"))
+    low, high = number(project.get("scale_min")), number(project.get("scale_max"))
     if max_error is None or low is None or high is None or not high > low:
         return None
     share = agreement_share(max_error, low, high)
@@ -374,9 +252,9 @@ def _field_label(field: str) -> str:
     return f"{_FIELD_NAMES.get(head, head)} {bound}".strip()
 
 
-def _recompute(opinions: Sequence[Mapping[str, Any]]) -> BecomeResult | None:
+def recompute(opinions: Sequence[Mapping[str, Any]]) -> BecomeResult | None:
     """BeCoMe over all opinions (opted-out members included, as in the app), or None."""
-    values = [_opinion_values(o) for o in opinions]
+    values = [opinion_values(o) for o in opinions]
     present = [v for v in values if v is not None]
     if not present or len(present) != len(values):
         return None
@@ -392,8 +270,8 @@ def _figure_lines(project: Mapping[str, Any], result: Mapping[str, Any] | None,
     """Stored result and the figures computed in code, outside the fence."""
     if result is not None:
         lines = _stored_result_lines(result)
-        compromise = _stored_triangle(result, "best_compromise")
-        max_error = _number(result.get("max_error"))
+        compromise = stored_triangle(result, "best_compromise")
+        max_error = number(result.get("max_error"))
     elif computed is not None:
         lines = _recomputed_lines(computed)
         compromise, max_error = computed.best_compromise, computed.max_error
@@ -414,13 +292,13 @@ def build_context(project: Mapping[str, Any], opinions: Sequence[Mapping[str, An
                   result: Mapping[str, Any] | None,
                   members: Sequence[Mapping[str, Any]] = ()) -> ProjectContext:
     """The model's project block from the app's project, opinions, result and members JSON."""
-    hidden_ids = _hidden_user_ids(members)
+    hidden_ids = hidden_user_ids(members)
     visible_raw = [o for o in opinions if str(o.get("user_id")) not in hidden_ids]
     hidden = len(opinions) - len(visible_raw)
     visible = [_listed(o) for o in visible_raw]
     shown = visible[:MAX_LISTED]
     result_map = result if isinstance(result, Mapping) else None
-    computed = _recompute(opinions)
+    computed = recompute(opinions)
     lines = [PREFACE,
              *_fenced_lines(project, shown, len(opinions), hidden, len(visible)),
              *_figure_lines(project, result_map, computed, shown, visible, len(opinions))]
@@ -442,22 +320,22 @@ def project_figures(project: Mapping[str, Any], result: Mapping[str, Any] | None
     """The key figures of the project as data: the app's stored result (what the app shows),
     else a recomputation; None when neither exists or the scale is unreadable. The farthest
     expert is found among those who may be shown (an opted-out member never is)."""
-    low, high = _number(project.get("scale_min")), _number(project.get("scale_max"))
+    low, high = number(project.get("scale_min")), number(project.get("scale_max"))
     if low is None or high is None or not high > low:
         return None
     if result is not None:
-        tris = {k: _stored_triangle(result, k)
+        tris = {k: stored_triangle(result, k)
                 for k in ("best_compromise", "arithmetic_mean", "median")}
-        max_error = _number(result.get("max_error"))
-        experts = _number(result.get("num_experts"))
+        max_error = number(result.get("max_error"))
+        experts = number(result.get("num_experts"))
         if any(t is None for t in tris.values()) or max_error is None or experts is None:
             return None
         # The app derives each centroid from the bounds; its own value wins when given.
-        cents = {k: _number(result[k].get("centroid")) for k in tris}
+        cents = {k: number(result[k].get("centroid")) for k in tris}
         bc, mean, median = (_triangle(tris[k], cents[k]) for k in  # type: ignore[arg-type]
                             ("best_compromise", "arithmetic_mean", "median"))
         origin = "stored"
-        likert = _number(result.get("likert_value"))
+        likert = number(result.get("likert_value"))
         decision = clean_text(result.get("likert_decision"), LIMIT_LIKERT_DECISION) or None
     elif computed is not None:
         bc, mean, median = (_triangle(f) for f in
@@ -479,50 +357,3 @@ def project_figures(project: Mapping[str, Any], result: Mapping[str, Any] | None
         agreement=agreement_level(max_error, low, high),
         farthest=None if far is None else Farthest(far[1], far[0]),
         likert_value=likert, likert_decision=decision)
-
-
-def _triangle_json(f: Fuzzy | None) -> dict[str, float] | None:
-    return None if f is None else {"lower": f.lower, "peak": f.peak, "upper": f.upper,
-                                   "centroid": f.centroid}
-
-
-def chart_data(project: Mapping[str, Any], opinions: Sequence[Mapping[str, Any]],
-               result: Mapping[str, Any] | None,
-               members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """The panel's project chart, from the same app data and rules as the model's project block:
-    visible experts' triangles, mean, median, best compromise and maximum error (issue 16)."""
-    hidden_ids = _hidden_user_ids(members)
-    visible = [o for o in opinions if str(o.get("user_id")) not in hidden_ids]
-    # Only what is shown is cleaned (names of the first MAX_LISTED; positions are not shown),
-    # and a stored result needs no recomputation: 2,000 opinions cost what 50 do.
-    experts = []
-    for opinion in visible[:MAX_LISTED]:
-        values = _opinion_values(opinion)
-        if values is not None:
-            experts.append({"name": _person_name(opinion), **(_triangle_json(values) or {})})
-    result_map = result if isinstance(result, Mapping) else None
-    if result_map is not None:
-        figures = {name: _stored_triangle(result_map, name)
-                   for name in ("best_compromise", "arithmetic_mean", "median")}
-        max_error = _number(result_map.get("max_error"))
-        origin = "stored"
-    else:
-        computed = _recompute(opinions)
-        figures = {"best_compromise": computed.best_compromise if computed else None,
-                   "arithmetic_mean": computed.mean if computed else None,
-                   "median": computed.median if computed else None}
-        max_error = computed.max_error if computed else None
-        origin = "computed" if computed else "none"
-    return {
-        "name": clean_text(project.get("name"), LIMIT_PROJECT_NAME),
-        "scale": {"min": _number(project.get("scale_min")), "max": _number(project.get("scale_max")),
-                  "unit": clean_text(project.get("scale_unit"), LIMIT_UNIT)},
-        "experts": experts,
-        "more_experts": max(0, len(visible) - MAX_LISTED),
-        "hidden": len(opinions) - len(visible),
-        "best_compromise": _triangle_json(figures["best_compromise"]),
-        "mean": _triangle_json(figures["arithmetic_mean"]),
-        "median": _triangle_json(figures["median"]),
-        "max_error": max_error,
-        "result": origin,
-    }

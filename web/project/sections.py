@@ -12,14 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from web.project.context import (
-    FENCE_CLOSE,
-    FENCE_OPEN,
-    LIMIT_PROJECT_NAME,
-    PREFACE,
-    build_context,
-    clean_text,
-)
+from web.project.cleaning import LIMIT_PROJECT_NAME, clean_text
+from web.project.context import FENCE_CLOSE, FENCE_OPEN, PREFACE, build_context
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _OPINION_LINE = re.compile(r"^(Expert \d+: |and \d+ more$)")

@@ -105,8 +105,8 @@ def project_chart(project_id: str) -> tuple[Response, int]:
     """The data of a project's chart (issue 16), read with the caller's own token like a turn's
     project context: triangles, mean, median, best compromise, maximum error."""
     from web.project.app_api import AppApi
+    from web.project.chart import chart_data
     from web.project.chart_cache import cached_chart
-    from web.project.context import chart_data
 
     check_origin()
     s = settings()
