@@ -29,6 +29,64 @@ def plain_inline(text: str) -> str:
     return re.sub(r"(?<![\w\\])(__|_)(\S(?:.*?\S)?)\1(?!\w)", r"\2", text)
 
 
+BOLD, NOT_BOLD = "\033[1m", "\033[22m"
+_BOLD_PAIR = re.compile(r"\*\*(?=\S)([^\n]*?\S)\*\*")
+
+
+def plain_bold(text: str) -> str:
+    """`**bold**` pairs without their marks (for output that is not a terminal)."""
+    return _BOLD_PAIR.sub(r"\1", text)
+
+
+class Emphasis:
+    """`**bold**` in a streamed answer for a terminal: a mark that opens (before a non-space) or
+    closes (after one) becomes the bold escape; other asterisks stay as written."""
+
+    def __init__(self) -> None:
+        self.bold = False
+        self.pending = ""  # a "*" or "**" at the end of a token: its meaning comes next
+        self.last = "\n"  # the last character written
+
+    def feed(self, text: str) -> tuple[str, str]:
+        """(what to write, the same without escapes) for one more token."""
+        text, self.pending = self.pending + text, ""
+        out: list[str] = []
+        shown: list[str] = []
+        i = 0
+        while i < len(text):
+            if text.startswith("**", i):
+                after = text[i + 2:i + 3]
+                if not self.bold and not after:
+                    self.pending = text[i:]
+                    break
+                if not self.bold and not after.isspace() and after != "*":
+                    self.bold = True
+                    out.append(BOLD)
+                    i += 2
+                    continue
+                if self.bold and not self.last.isspace():
+                    self.bold = False
+                    out.append(NOT_BOLD)
+                    i += 2
+                    continue
+            elif text[i] == "*" and i == len(text) - 1:
+                self.pending = "*"
+                break
+            out.append(text[i])
+            shown.append(text[i])
+            self.last = text[i]
+            i += 1
+        return "".join(out), "".join(shown)
+
+    def end(self) -> str:
+        """What is left to write when the answer ends (a held mark, bold switched off)."""
+        rest, self.pending = self.pending, ""
+        if self.bold:
+            self.bold = False
+            return rest + NOT_BOLD
+        return rest
+
+
 def is_quotes(done: dict[str, Any]) -> bool:
     """A done frame of the quotes form whose structured block can be printed as such."""
     s = done.get("structured")
@@ -138,14 +196,18 @@ class AnswerPrinter:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.tty = out.isatty()
-        self.streamed = ""
+        self.streamed = ""  # as a person sees it (bold marks turned into escapes, not counted)
+        self.emphasis = Emphasis()
 
     def token(self, text: str) -> None:
-        """One streamed token."""
-        self.streamed += text
+        """One streamed token (on a terminal, `**bold**` is shown bold)."""
         if self.tty:
-            self.out.write(text)
+            written, shown = self.emphasis.feed(text)
+            self.streamed += shown
+            self.out.write(written)
             self.out.flush()
+        else:
+            self.streamed += text
 
     def _erase(self) -> bool:
         """Take the streamed text off the terminal; False when it no longer fits the screen."""
@@ -158,15 +220,20 @@ class AnswerPrinter:
 
     def restart(self) -> None:
         """The turn starts over (its worker was lost): the text streamed so far goes."""
+        if self.tty:
+            self.out.write(self.emphasis.end())
         if self.tty and self.streamed and not self._erase():
             self.out.write("\n\n")
         self.streamed = ""
+        self.emphasis = Emphasis()
 
     def done(self, done: dict[str, Any]) -> None:
         """The done frame: the answer as it stands."""
+        if self.tty:
+            self.out.write(self.emphasis.end())
         if not is_quotes(done):
             if not self.tty:
-                self.out.write(str(done.get("answer", self.streamed)))
+                self.out.write(plain_bold(str(done.get("answer", self.streamed))))
             self.out.write("\n")
             return
         text = format_quotes(done, width=min(shutil.get_terminal_size((100, 40)).columns, 100) - 1)
@@ -177,8 +244,10 @@ class AnswerPrinter:
 
     def failed(self) -> None:
         """The turn ended without a done frame: what streamed stays as it is."""
+        if self.tty:
+            self.out.write(self.emphasis.end())
         if not self.tty and self.streamed:
-            self.out.write(self.streamed)
+            self.out.write(plain_bold(self.streamed))
         if self.streamed:
             self.out.write("\n")
         self.out.flush()

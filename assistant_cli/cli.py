@@ -1,4 +1,4 @@
-"""The `become-assistant` command: run, ask, corpus build, status, token."""
+"""The `become-assistant` command: run, ask, login, projects, corpus, status, token."""
 
 from __future__ import annotations
 
@@ -151,14 +151,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
                                    on_frame=on_frame, project_id=args.project)
     except client.ClientError as exc:
         printer.failed()
-        print(f"\nerror: {exc}", file=sys.stderr)
+        print(f"\nerror: {_refused(exc.code, str(exc))}", file=sys.stderr)
         return 1
     finally:
         if progress:
             progress.stop()
     if last["type"] == "error":
         printer.failed()
-        print(f"error {last['code']}: {last['message']}", file=sys.stderr)
+        print(f"error {last['code']}: {_refused(last['code'], last['message'])}",
+              file=sys.stderr)
         return 1
     printer.done(last)
     for warning in check_warnings(last.get("checks") or {}) + weak_warning(last.get("sources")
@@ -176,10 +177,74 @@ def cmd_ask(args: argparse.Namespace) -> int:
                                               else "") + (" (weak match)" if s.get("weak") else "")
                   + (f"\n      {where}" if where else ""))
     if last.get("language_differs") and not is_quotes(last):  # quotes: no model wrote them
-        print(f"(the model answered in {last.get('answer_language')}, "
-              f"the question was in {last.get('language')})", file=sys.stderr)
+        print(f"(the model answered in {language_name(last.get('answer_language'))}, "
+              f"the question was in {language_name(last.get('language'))})", file=sys.stderr)
     print(f"\n(index {last.get('index')}, {last.get('timing', {}).get('total_ms')} ms)")
     return 0
+
+
+LOGIN_HINT = "(sign in with `become-assistant login`)"
+LANGUAGES = {"en": "English", "cs": "Czech"}
+
+
+def language_name(code: Any) -> str:
+    """A language code as a word ("cs" -> "Czech"); an unknown one as it came."""
+    return LANGUAGES.get(str(code), str(code))
+
+
+def _refused(code: Any, message: str) -> str:
+    """The server's refusal; a 401 also says how to sign in again."""
+    return f"{message} {LOGIN_HINT}" if code == 401 else message
+
+
+def printable(text: str) -> str:
+    """Text from the server without control characters (a name cannot move the cursor)."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))
+
+
+def _signed_in_token() -> str | None:
+    """The app token of a signed-in user (ASSISTANT_TOKEN, else the one `login` saved)."""
+    return os.environ.get("ASSISTANT_TOKEN") or client.load_token()
+
+
+def cmd_projects(args: argparse.Namespace) -> int:
+    """List the signed-in user's projects (id and name) for `ask --project ID`."""
+    token = _signed_in_token()
+    if not token:
+        print("error: not signed in: sign in with `become-assistant login` first",
+              file=sys.stderr)
+        return 1
+    try:
+        status, body = client.http_json("GET", f"{args.url}/api/v1/assistant/projects",
+                                        headers={"Authorization": f"Bearer {token}"})
+    except client.ClientError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if status != 200 or not isinstance(body, dict):
+        message = ((body or {}).get("error") or {}).get("message") if isinstance(body, dict) \
+            else None
+        print(f"error {status}: " + _refused(status, message or "the projects could not be "
+                                             "read"), file=sys.stderr)
+        return 1
+    projects = [p for p in body.get("projects") or [] if isinstance(p, dict)]
+    if not projects:
+        print("You have no projects here (or this assistant reads no BeCoMe app: "
+              "see `become-assistant status`).")
+        return 0
+    width = max(len(printable(p.get("id", ""))) for p in projects)
+    for p in projects:
+        print(f"{printable(p.get('id', '')):{width}}  {printable(p.get('name', ''))}")
+    print("\nAsk about one: become-assistant ask --project ID \"your question\"", file=sys.stderr)
+    return 0
+
+
+def project_id(value: str) -> str:
+    """`ask --project`: a project id, never empty (an empty one would ask about no project)."""
+    value = value.strip()
+    if not value:
+        raise argparse.ArgumentTypeError("needs a project id (list yours with "
+                                         "`become-assistant projects`)")
+    return value
 
 
 def cmd_corpus_build(args: argparse.Namespace) -> int:
@@ -235,11 +300,31 @@ def cmd_status(args: argparse.Namespace) -> int:
     except client.ClientError as exc:
         print(f"web: down ({exc})")
         return 1
-    for name, comp in (body or {}).get("components", {}).items():
-        extra = {k: v for k, v in comp.items() if k != "ok"}
-        print(f"{name:22} {'ok ' if comp['ok'] else 'DOWN'} {json.dumps(extra)}")
-    app_ok = _app_status(args.app_url)
-    return 0 if status == 200 and app_ok else 1
+    components = dict((body or {}).get("components") or {})
+    # The app the stack itself reads (run sets it for its children), unless one is named here.
+    stack_app = components.pop("app_api", None)
+    down = False
+    for name, comp in components.items():
+        down = down or not comp["ok"]
+        print(_component_line(name, comp))
+    if args.app_url:
+        app_ok = _app_status(args.app_url)
+    elif isinstance(stack_app, dict):
+        print(_component_line("app_api", stack_app))
+        app_ok = bool(stack_app.get("ok"))
+    else:
+        print(f"{'app_api':22} -    not configured (project questions are unavailable)")
+        app_ok = True
+    return 0 if status == 200 and app_ok and not down else 1
+
+
+def _component_line(name: str, comp: dict[str, Any]) -> str:
+    """One component: name, ok or DOWN, its details; an optional one says what it is for."""
+    extra = {k: v for k, v in comp.items() if k not in ("ok", "optional", "without")}
+    line = f"{name:22} {'ok ' if comp['ok'] else 'DOWN'} {json.dumps(extra)}"
+    if comp.get("optional") and not comp["ok"] and comp.get("without"):
+        line += f"  (optional: without it {comp['without']})"
+    return line
 
 
 def _app_status(app_url: str) -> bool:
@@ -266,21 +351,54 @@ def _app_status(app_url: str) -> bool:
 
 def cmd_login(args: argparse.Namespace) -> int:
     """Sign in at the BeCoMe app and keep its token for `ask --project` (0600)."""
-    if not args.app_url:
-        print("error: no app to sign in to: pass --app-url or set ASSISTANT_APP_API_URL",
+    app_url = args.app_url or stack_app_url(args.url)
+    if not app_url:
+        print("error: no app to sign in to: pass --app-url or set ASSISTANT_APP_API_URL (or "
+              f"start the assistant with `make run`, whose demo app login finds at {args.url})",
               file=sys.stderr)
         return 2
+    if not args.app_url:
+        print(f"Signing in at {app_url} (the BeCoMe app the assistant at {args.url} reads).",
+              file=sys.stderr)
     email = args.email or input("E-mail: ").strip()
     password = sys.stdin.readline().rstrip("\n") if args.password_stdin \
         else getpass.getpass("Password: ")
     try:
-        token = client.app_login(args.app_url, email, password)
+        token = client.app_login(app_url, email, password)
     except client.ClientError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     path = client.save_token(token)
     print(f"Signed in as {email}; the token is in {path} (readable by you only).")
     return 0
+
+
+def stack_app_url(url: str) -> str:
+    """The app API a running assistant on this machine reads (its /healthz detail), else "".
+
+    Only a loopback assistant naming a loopback app is believed: login sends the password
+    there, and a remote server must not be able to choose where it goes."""
+    if not _loopback(url):
+        return ""
+    try:
+        _status, body = client.http_json("GET", f"{url.rstrip('/')}/healthz", timeout=5)
+    except client.ClientError:
+        return ""
+    app = ((body or {}).get("components") or {}).get("app_api") if isinstance(body, dict) \
+        else None
+    found = app.get("url") if isinstance(app, dict) else None
+    return found if isinstance(found, str) and _loopback(found) else ""
+
+
+def _loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlparse
+
+    try:
+        host = urlparse(url).hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def cmd_logout(args: argparse.Namespace) -> int:
@@ -333,8 +451,9 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--user", default="cli-user",
                    help="user of a dev token when not signed in (dev secret only; "
                         "default: %(default)s)")
-    a.add_argument("--project", default=None, metavar="ID",
-                   help="ask about this project of yours (sign in first with `login`)")
+    a.add_argument("--project", default=None, metavar="ID", type=project_id,
+                   help="ask about this project of yours (sign in first with `login`; "
+                        "`become-assistant projects` lists their ids)")
     a.add_argument("--quiet", action="store_true",
                    help="no progress lines on stderr while waiting for the first word")
     a.set_defaults(func=cmd_ask)
@@ -388,6 +507,14 @@ def parser() -> argparse.ArgumentParser:
     lg.add_argument("--password-stdin", action="store_true",
                     help="read the password from standard input instead of asking")
     lg.set_defaults(func=cmd_login)
+    lg.add_argument("--url", default=DEFAULT_URL,
+                    help="the assistant whose BeCoMe app to sign in to when no --app-url is "
+                         "given (on this machine only; default: ASSISTANT_URL, else "
+                         "%(default)s)")
+    pj = sub.add_parser("projects", help="list your projects (id and name) for ask --project")
+    pj.add_argument("--url", default=DEFAULT_URL,
+                    help="the assistant's address (default: ASSISTANT_URL, else %(default)s)")
+    pj.set_defaults(func=cmd_projects)
     lo = sub.add_parser("logout", help="forget the token `login` saved")
     lo.set_defaults(func=cmd_logout)
     t = sub.add_parser("token", help="mint a dev app token")

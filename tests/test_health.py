@@ -37,7 +37,7 @@ def test_health_lists_every_component(real_stack: Stack) -> None:
     _, body = health(real_stack)
     comps = body["components"]
     assert set(comps) == {"redis", "corpus_db", "index", "worker", "model:answer",
-                          "model:translation", "model:embeddings"}
+                          "model:translation", "model:embeddings", "model:translator"}
     assert comps["index"]["version"] and comps["worker"]["workers"] >= 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.error
@@ -61,15 +62,41 @@ def _model(role: ModelRole) -> dict[str, Any]:
     return out
 
 
+def _app_api(url: str) -> dict[str, Any]:
+    """The BeCoMe app's API (project questions read it): its address and whether it answers
+    its health endpoint as the app does ({"status": "ok"})."""
+    out: dict[str, Any] = {"ok": False, "url": url, "optional": True,
+                           "without": "project questions are unavailable"}
+    try:
+        with urllib.request.urlopen(url + "/api/v1/health", timeout=2) as resp:  # noqa: S310
+            body = json.loads(resp.read(4096) or b"null")
+    except (urllib.error.URLError, OSError, ValueError):
+        return {**out, "error": "unreachable"}
+    if isinstance(body, dict) and body.get("status") == "ok":
+        return {**out, "ok": True}
+    return {**out, "error": "not the BeCoMe app's health answer"}
+
+
 def check_health(settings: Settings, client: redis.Redis) -> tuple[bool, dict[str, Any]]:
-    """(all ok, per-component status)."""
+    """(every required component ok, per-component status).
+
+    Optional components ({"optional": true}: the offline translator, the app API) are listed
+    with what is lost without them; a turn still runs while they are down, so they do not turn
+    the whole service down."""
     db, index = _corpus(settings)
     components: dict[str, Any] = {"redis": _redis(client), "corpus_db": db, "index": index,
                                   "worker": _worker(client)}
     for role in settings.roles:
         if role_spec(role.name).health:
             components[f"model:{role.name}"] = _model(role)
-    return all(c["ok"] for c in components.values()), components
+    if settings.fewshot_translates:
+        # worker/pipeline/turn.py searches the original question when it fails.
+        components["model:translator"] = {
+            **_model(settings.translator), "optional": True,
+            "without": "Czech questions are searched untranslated"}
+    if settings.app_api_url:
+        components["app_api"] = _app_api(settings.app_api_url)
+    return all(c["ok"] for c in components.values() if not c.get("optional")), components
 
 
 _cache_lock = threading.Lock()
