@@ -50,7 +50,9 @@ def with_passage_text(record: dict[str, Any], lookup: Lookup | None) -> dict[str
     """The record with each source's full passage text (the excerpt when it cannot be found)."""
     sources = []
     for s in record.get("sources") or []:
-        text = lookup(s.get("source", ""), s.get("section", "")) if lookup else None
+        # A locale source shows its text as the section; its key path is in "key".
+        text = lookup(s.get("source", ""), s.get("key") or s.get("section", "")) if lookup \
+            else None
         sources.append({**s, "text": text or s.get("excerpt", "")})
     return {**record, "sources": sources}
 

@@ -10,6 +10,7 @@ from typing import Any
 from shared.passage import Passage
 from worker.pipeline.bm25 import LexicalIndex
 from worker.pipeline.quotes import Candidate
+from worker.pipeline.source_links import is_locale, locale_heading, locale_title, one_per_section
 from worker.pipeline.spans import Span, continued, overlap_prefix, split_spans
 
 WORDING: dict[str, dict[str, str]] = {
@@ -84,10 +85,29 @@ class QuotesAnswer:
                 "nearest": list(self.nearest)}
 
 
+def heading(p: Passage) -> str:
+    """A passage's last heading, or a locale key's text (never its key path)."""
+    return locale_heading(p.section, p.text, None) if is_locale(p.source) else leaf(p.section)
+
+
+def title(p: Passage) -> str:
+    """A passage's document title (a locale file's says what the file holds)."""
+    return locale_title(p.title, p.source, p.lang) if is_locale(p.source) else p.title
+
+
 def _name(p: Passage) -> str:
     """A section as a person can tell it apart: "A worked example › Contents"."""
-    section = leaf(p.section)
-    return section if not p.title or p.title == section else f"{p.title} › {section}"
+    section = heading(p)
+    return section if not title(p) or title(p) == section else f"{title(p)} › {section}"
+
+
+def _ask(w: dict[str, str], section: str) -> str:
+    """The question that asks about a section; a name already in quotation marks (a locale
+    group's first texts) is not quoted twice."""
+    template = w["ask"]
+    if section.startswith(("“", "„")):
+        template = template.replace(f"{w['open']}{{section}}{w['close']}", "{section}")
+    return template.format(section=section)
 
 
 def _options(names: Sequence[str], w: dict[str, str]) -> str:
@@ -108,13 +128,15 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         names = names[:MAX_NEAREST]
         question = w["clarify"].format(options=_options(names, w)) if names \
             else w["clarify_none"]
-        nearest = tuple({"title": p.title, "section": p.section, "source": p.source,
-                         "ask": w["ask"].format(section=leaf(p.section))}
+        nearest = tuple({"title": title(p),
+                         "section": heading(p) if is_locale(p.source) else p.section,
+                         "source": p.source, "ask": _ask(w, heading(p))}
                         for p in _distinct_sections(passages)[:MAX_NEAREST])
         body = [*lead] if lead else [w["dont_know"], question]
         return QuotesAnswer("\n\n".join(body), "answer" if lead else "dont_know", (), (),
                             None if lead else question, () if lead else nearest, tuple(lead))
     quoted: list[Passage] = []
+    sections: list[tuple[str, str]] = []  # numbered once each: [n] names a section
     quotes: list[dict[str, Any]] = []
     lines: list[str] = [*lead, w["lead_in"]]
     english_note = False
@@ -122,7 +144,9 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         p = passages[c.n]
         if p not in quoted:
             quoted.append(p)
-        n = quoted.index(p) + 1
+        if (p.source, p.section) not in sections:
+            sections.append((p.source, p.section))
+        n = sections.index((p.source, p.section)) + 1
         note = w["english"] if lang == "cs" and p.lang != "cs" else None
         english_note = english_note or note is not None
         quotes.append({"n": n, "text": c.text, "found": True, "source": p.source,
@@ -130,7 +154,9 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if english_note:
         lines.append(f"({w['english']})")
-    return QuotesAnswer("\n\n".join(lines), "answer", tuple(quoted), tuple(quotes),
+    # The quoted pieces of one section are one source: joined in reading order, so each quote
+    # is still found in the text its [n] points at.
+    return QuotesAnswer("\n\n".join(lines), "answer", one_per_section(quoted), tuple(quotes),
                         lead=tuple(lead))
 
 

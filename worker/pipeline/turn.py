@@ -50,7 +50,7 @@ from worker.pipeline.rewrite import (
     translate_fewshot,
     translate_for_search,
 )
-from worker.pipeline.source_links import link_for
+from worker.pipeline.source_links import link_for, one_per_section, presented
 from worker.pipeline.structured import AnswerFieldStream, response_format, verify
 from worker.pipeline.types import Retrieval
 from worker.pipeline.weak import all_weak, is_weak
@@ -79,9 +79,11 @@ def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
     out = []
     for n, p in enumerate(retrieval.passages, start=1):
         excerpt = p.text if len(p.text) <= EXCERPT_CHARS else p.text[:EXCERPT_CHARS] + "…"
-        out.append({"n": n, "title": p.title, "section": p.section, "excerpt": excerpt,
+        # A locale key is shown by its text (its path stays in "key"); the link opens the
+        # original at the passage's lines where the host has line anchors.
+        out.append({"n": n, **presented(manifest, p), "excerpt": excerpt,
                     "score": p.score, "source": p.source, "local": p.local,
-                    "url": link_for(manifest, p.source, p.section, p.local),
+                    "url": link_for(manifest, p),
                     # A match too weak to be support: shown labelled, never as a plain source.
                     "weak": is_weak(p.score, language, mode)})
     return out
@@ -168,6 +170,9 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     if s.effective_answer_form == "quotes":
         _finish_quotes(req, deps, emit, trace, lang, retrieval, project, extra)
         return
+    # One numbered passage per section (its pieces joined in reading order), so a section is
+    # cited and listed once; the quotes form numbers its quoted sections the same way.
+    retrieval = dataclasses.replace(retrieval, passages=one_per_section(retrieval.passages))
     structured = s.effective_answer_form == "structured"
     with emit.step("prompt"):
         messages = build_messages(req.message, req.history, retrieval, lang,
