@@ -306,8 +306,10 @@ class Settings:
     # Every caller shares one result, checked at most every health_cache_s.
     health_trusted: str = setting(
         "ASSISTANT_HEALTH_TRUSTED", NETWORKS, "127.0.0.1/32,::1/128",
-        "callers who get `/healthz` detail (components, models, index version, workers); "
-        "others get `{\"ok\", \"status\": \"up\"/\"down\"}`, rate-limited")
+        "callers who get `/healthz` detail (components, models, index version, workers, and "
+        "the optional offline translator and app API with its address, whose being down does "
+        "not turn the service down); others get `{\"ok\", \"status\": \"up\"/\"down\"}`, "
+        "rate-limited")
     health_request_limit: str = setting("ASSISTANT_HEALTH_REQUEST_LIMIT", RATE, "30/minute",
                                         "public `/healthz` calls per address")
     health_cache_s: float = setting("ASSISTANT_HEALTH_CACHE_S", SECONDS, 5.0,
