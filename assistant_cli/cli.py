@@ -183,7 +183,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-LOGIN_HINT = "(sign in with `become-assistant login`)"
 LANGUAGES = {"en": "English", "cs": "Czech"}
 
 
@@ -194,7 +193,11 @@ def language_name(code: Any) -> str:
 
 def _refused(code: Any, message: str) -> str:
     """The server's refusal; a 401 also says how to sign in again."""
-    return f"{message} {LOGIN_HINT}" if code == 401 else message
+    if code != 401:
+        return message
+    if message.rstrip(". ").lower().endswith("sign in again"):
+        return message.rstrip(". ") + " with `become-assistant login`."
+    return f"{message} Sign in with `become-assistant login`."
 
 
 def printable(text: str) -> str:
@@ -353,9 +356,9 @@ def cmd_login(args: argparse.Namespace) -> int:
     """Sign in at the BeCoMe app and keep its token for `ask --project` (0600)."""
     app_url = args.app_url or stack_app_url(args.url)
     if not app_url:
-        print("error: no app to sign in to: pass --app-url or set ASSISTANT_APP_API_URL (or "
-              f"start the assistant with `make run`, whose demo app login finds at {args.url})",
-              file=sys.stderr)
+        print("error: no app to sign in to: pass --app-url or set ASSISTANT_APP_API_URL (on "
+              f"this machine the assistant at {args.url} names the app it reads, such as the "
+              "demo app of `make run`; none was found there)", file=sys.stderr)
         return 2
     if not args.app_url:
         print(f"Signing in at {app_url} (the BeCoMe app the assistant at {args.url} reads).",
