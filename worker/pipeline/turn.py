@@ -153,6 +153,13 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         d["index"] = trace.index_version = retrieval.index_version
     trace.source_ids = [p.id for p in retrieval.passages]
     trace.models["embeddings"] = s.embeddings.model
+    if s.effective_answer_form != "quotes":
+        # One numbered passage per section (its pieces joined in reading order), so a section
+        # is cited and listed once; the quotes form numbers its quoted sections the same way
+        # (quote_answer.compose). Not in the tool modes: their passages keep the numbers the
+        # model saw in the tool results.
+        retrieval = dataclasses.replace(retrieval,
+                                        passages=one_per_section(retrieval.passages))
     if req.project is not None:
         # Read by the web tier with the user's own access before the turn was enqueued.
         with emit.step("project") as d:
@@ -170,9 +177,6 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
     if s.effective_answer_form == "quotes":
         _finish_quotes(req, deps, emit, trace, lang, retrieval, project, extra)
         return
-    # One numbered passage per section (its pieces joined in reading order), so a section is
-    # cited and listed once; the quotes form numbers its quoted sections the same way.
-    retrieval = dataclasses.replace(retrieval, passages=one_per_section(retrieval.passages))
     structured = s.effective_answer_form == "structured"
     with emit.step("prompt"):
         messages = build_messages(req.message, req.history, retrieval, lang,
