@@ -87,8 +87,8 @@ def test_a_refused_sign_in_names_the_login_command(project_stack: Stack, tmp_pat
     asked = cli(["ask", "--url", project_stack.base_url, "--project", OFFICE_MOVE,
                  "What is the result of my project?"], env)
     assert asked.returncode == 1
-    assert "Please sign in again." in asked.stderr
-    assert "become-assistant login" in asked.stderr, asked.stderr
+    assert "error 401: Please sign in again with `become-assistant login`." in asked.stderr, \
+        asked.stderr
     listed = cli(["projects", "--url", project_stack.base_url], env)
     assert listed.returncode == 1 and "become-assistant login" in listed.stderr
 
