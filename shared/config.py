@@ -90,6 +90,10 @@ class RoleSpec:
     # user's GGUF), `embeddings`, or `translator` (its own server, only when it translates).
     server: str = "chat"
     gguf: bool = False  # ASSISTANT_ANSWER_GGUF serves it
+    # /healthz lists it as optional, with what is lost while it is down (a turn still runs).
+    without: str = ""
+    # A Settings property: the role is checked only while it is true (a translator not used).
+    used_when: str = ""
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -103,11 +107,12 @@ ROLE_META = "role"
 
 def role(name: str, prefix: str, model: str = "", base_url: str = "", *, meaning: str,
          optional: bool = False, health: bool = False, server: str = "chat",
-         gguf: bool = False) -> Any:
+         gguf: bool = False, without: str = "", used_when: str = "") -> Any:
     """A model-role field of Settings: one declaration for parsing, every check and the docs
     (a local role by default; an optional one is None until configured)."""
     default = None if optional else ModelRole(name, "local", model, base_url)
-    spec = RoleSpec(name, prefix, optional, default, meaning, health, server, gguf)
+    spec = RoleSpec(name, prefix, optional, default, meaning, health, server, gguf, without,
+                    used_when)
     return field(default=default, metadata={ROLE_META: spec})
 
 
@@ -195,7 +200,8 @@ class Settings:
         "translator", "TRANSLATOR", "gemma-3-270m", "http://127.0.0.1:8083/v1",
         meaning="the offline translator of Czech questions (Gemma 3 270M base, few-shot "
         "completion; Gemma Terms of Use), used while the translation role is local",
-        server="translator")
+        server="translator", health=True, used_when="fewshot_translates",
+        without="Czech questions are searched untranslated")
     captions: ModelRole | None = role(
         "captions", "CAPTION", optional=True,
         meaning="writes the captions put in front of passages (corpus jobs)")

@@ -278,7 +278,14 @@ def test_healthz_and_run_iterate_the_registry(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(health, "_corpus", lambda *_: ({"ok": True}, {"ok": True}))
     health.check_health(s, None)  # type: ignore[arg-type]
     assert called == [spec.name for spec in ROLE_SPECS if spec.health] == [
-        "answer", "translation", "embeddings"]
+        "answer", "translation", "embeddings", "translator"]
+    called.clear()
+    # A role checked only while used: the translator of a hosted translation role is not.
+    hosted = settings_from_env({**judge, "ASSISTANT_LLM_PROVIDER": "api",
+                                "ASSISTANT_LLM_BASE_URL": "https://llm.example/v1"})
+    assert not hosted.fewshot_translates
+    health.check_health(hosted, None)  # type: ignore[arg-type]
+    assert called == ["answer", "translation", "embeddings"]
     specs = tuple(dataclasses.replace(spec, health=True) if spec.name == "judge" else spec
                   for spec in ROLE_SPECS)
     monkeypatch.setattr(config, "ROLE_SPECS", specs)

@@ -1,6 +1,6 @@
 """Sources as a person reads them (issue 27, item 8): one entry per section, a locale key named
 by its text (the FAQ's question, a subtree's title, else its first texts), and a link at the
-passage's lines where the host has line anchors (GitHub: `#L3-L9`, Markdown with `?plain=1`)."""
+passage's lines where the host has line anchors (GitHub's JSON pages: `#L3-L9`)."""
 
 from __future__ import annotations
 
@@ -125,9 +125,8 @@ def test_links_open_the_original_at_its_lines(corpus: str) -> None:
     assert url.startswith(base + "locales/en/faq.json#L"), url
     a, b = (int(x) for x in url.split("#L", 1)[1].split("-L"))
     assert raw[a - 1].strip().startswith('"whatIsBecome": {') and raw[b - 1].strip() == "}"
-    lines = GUIDE.splitlines()
-    line = lines.index("Short and sweet.") + 1
-    assert sources[1]["url"] == f"{base}guide.md?plain=1#L{line}"
+    # A Markdown page opens rendered, at its heading (GitHub shows lines only as raw text).
+    assert sources[1]["url"] == f"{base}guide.md#short-part"
     # A host without line anchors keeps the heading anchor.
     assert source_links.line_anchor("https://docs.example/{path}{anchor}", "guide.md",
                                     short.section, short.text, GUIDE) is None

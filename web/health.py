@@ -87,13 +87,12 @@ def check_health(settings: Settings, client: redis.Redis) -> tuple[bool, dict[st
     components: dict[str, Any] = {"redis": _redis(client), "corpus_db": db, "index": index,
                                   "worker": _worker(client)}
     for role in settings.roles:
-        if role_spec(role.name).health:
-            components[f"model:{role.name}"] = _model(role)
-    if settings.fewshot_translates:
-        # worker/pipeline/turn.py searches the original question when it fails.
-        components["model:translator"] = {
-            **_model(settings.translator), "optional": True,
-            "without": "Czech questions are searched untranslated"}
+        spec = role_spec(role.name)
+        if not spec.health or (spec.used_when and not getattr(settings, spec.used_when)):
+            continue
+        status = _model(role)
+        components[f"model:{role.name}"] = \
+            {**status, "optional": True, "without": spec.without} if spec.without else status
     if settings.app_api_url:
         components["app_api"] = _app_api(settings.app_api_url)
     return all(c["ok"] for c in components.values() if not c.get("optional")), components

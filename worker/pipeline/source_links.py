@@ -199,44 +199,6 @@ def locale_title(title: str, source: str, lang: str) -> str:
 
 # ---- the link, at the passage's lines --------------------------------------------------------
 
-def _normalized(text: str) -> tuple[str, list[int]]:
-    """The text with each run of whitespace one space, and the line (1-based) of each char."""
-    out: list[str] = []
-    lines: list[int] = []
-    line = 1
-    space = False
-    for ch in text:
-        if ch.isspace():
-            if ch == "\n":
-                line += 1
-            space = True
-            continue
-        if space and out:
-            out.append(" ")
-            lines.append(line)
-        space = False
-        out.append(ch)
-        lines.append(line)
-    return "".join(out), lines
-
-
-def markdown_lines(raw: str, text: str) -> tuple[int, int] | None:
-    """The first and last line of the file a passage's text comes from (the chunker reflows
-    whitespace, so it is matched with whitespace collapsed), or None."""
-    norm, line_of = _normalized(raw)
-    body = " ".join(text.split())
-    if len(body) < 8:
-        return None
-    head, tail = body[:60], body[-60:]
-    start = norm.find(head)
-    if start < 0:
-        return None
-    end = norm.find(tail, start)
-    if end < 0:
-        return None
-    return line_of[start], line_of[end + len(tail) - 1]
-
-
 def _depths(lines: list[str]) -> list[int]:
     """The nesting depth at the start of each line (brackets inside strings skipped)."""
     depths: list[int] = []
@@ -283,22 +245,16 @@ def json_lines(raw: str, key_path: str) -> tuple[int, int] | None:
 
 
 def line_anchor(pattern: str, rel: str, section: str, text: str, raw: str | None) -> str | None:
-    """A line anchor where the host has them (GitHub's blob pages: `#L3-L9`; a Markdown file
-    shows its lines with `?plain=1`), else None."""
-    if raw is None or not GITHUB_BLOB.match(pattern):
+    """A line anchor where the host has them (GitHub's blob pages of JSON files: `#L3-L9`),
+    else None. A Markdown page keeps its heading anchor: GitHub shows its lines only as raw
+    text (`?plain=1`), and a person wants the rendered page."""
+    if raw is None or not GITHUB_BLOB.match(pattern) or not rel.endswith(".json"):
         return None
-    if rel.endswith(".json"):
-        span = json_lines(raw, section)
-        plain = ""
-    elif rel.endswith(".md"):
-        span = markdown_lines(raw, text)
-        plain = "?plain=1"
-    else:
-        return None
+    span = json_lines(raw, section)
     if span is None:
         return None
     a, b = span
-    return f"{plain}#L{a}" + (f"-L{b}" if b > a else "")
+    return f"#L{a}" + (f"-L{b}" if b > a else "")
 
 
 def link_for(manifest: str, p: Passage) -> str | None:
