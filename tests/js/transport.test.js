@@ -155,28 +155,68 @@ test("a server restart (close 1012) resumes at once, without the back-off", asyn
   assert.equal(got.failed.length, 0);
 });
 
-test("five drops without a new frame give up; a new frame resets the count", async () => {
+test("drops go on being tried while the replay log lives; a new frame resets the pause",
+  async () => {
+    let clock = 0;
+    const {link, got, timers, socket} = setup({now: () => clock, giveUpMs: 60000});
+    link.start(ASK);
+    await tick();
+    socket(0).open();
+    socket(0).frame(f(0, "accepted"));
+    const delays = [];
+    let n = 0;
+    for (;;) {
+      socket(n).close();
+      await tick();
+      if (got.failed.length) break;
+      const ms = timers.runNext();
+      delays.push(ms);
+      clock += ms;
+      await tick();
+      n++;
+      socket(n).open();
+      if (n === 2) socket(n).frame(f(1, "token", {text: "progress"}));
+    }
+    // Two pauses before the progress (then back to the first), the last pause repeating, and
+    // the end only once the drop is older than the log (60 s here, 15 minutes by default).
+    assert.deepEqual(delays.slice(0, 8), [500, 1000, 500, 1000, 2000, 4000, 8000, 15000]);
+    assert.ok(delays.slice(8).every((ms) => ms === 15000), delays);
+    assert.ok(clock - 1500 >= 60000 && clock - 1500 < 60000 + 15000, String(clock));
+    assert.deepEqual(got.failed, [{code: 0, local: "error.lost"}]);
+    assert.equal(BACKOFF_MS[BACKOFF_MS.length - 1], 15000);
+  });
+
+test("retryNow skips the pause once; a reload's turn resumes after its last seq", async () => {
   const {link, got, timers, socket} = setup();
+  const connected = [];
+  link.on.connected = () => connected.push(link.lastSeq);
   link.start(ASK);
   await tick();
   socket(0).open();
   socket(0).frame(f(0, "accepted"));
-  const delays = [];
-  let n = 0;
-  for (;;) {
-    socket(n).close();
-    await tick();
-    if (got.failed.length) break;
-    delays.push(timers.runNext());
-    await tick();
-    n++;
-    socket(n).open();
-    if (n === 2) socket(n).frame(f(1, "token", {text: "progress"}));
-  }
-  // Two delays before the progress (then back to the first), then the full five.
-  assert.deepEqual(delays, [500, 1000, 500, 1000, 2000, 4000, 4000]);
-  assert.deepEqual(got.failed, [{code: 0, local: "error.lost"}]);
-  assert.equal(link.resumes, 7);
+  socket(0).frame(f(1, "token", {text: "a"}));
+  assert.equal(link.retryNow(), false, "nothing to skip while connected");
+  socket(0).close();
+  await tick();
+  assert.equal(got.reconnecting, 1);
+  assert.equal(link.retryNow(), true);
+  await tick();
+  socket(1).open();
+  assert.deepEqual(socket(1).sent, [{type: "resume", turn: TURN, after: 1}]);
+  assert.deepEqual(connected, [1]);
+  // The pause that was skipped does nothing when its timer fires.
+  timers.runNext();
+  await tick();
+  assert.equal(FakeSocket.all.length, 2);
+
+  const reloaded = setup();
+  reloaded.link.resume(TURN, 7);
+  await tick();
+  reloaded.socket(0).open();
+  assert.deepEqual(reloaded.socket(0).sent, [{type: "resume", turn: TURN, after: 7}]);
+  reloaded.socket(0).frame(f(7, "token", {text: "seen"}));
+  reloaded.socket(0).frame(f(8, "token", {text: "new"}));
+  assert.deepEqual(reloaded.got.frames.map((x) => x.seq), [8]);
 });
 
 test("a drop before the turn was accepted ends it as a connection error", async () => {

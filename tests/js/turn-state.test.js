@@ -229,6 +229,38 @@ test("a saved turn comes back finished, its answer or its error", () => {
   assert.deepEqual(lost.accept(STREAMED[0]), []);
 });
 
+test("a running turn's snapshot carries on after a reload from its last seq (issue 27)", () => {
+  const s = new TurnState({now: clock([0, 1500])});
+  s.start();
+  feed(s, frames([{type: "accepted"}, {type: "event", step: "retrieve", passages: 2, ms: 3},
+    {type: "token", text: "Half "}]));
+  const saved = JSON.parse(JSON.stringify(s.snapshot()));
+  const again = TurnState.resumed(Object.assign({project: null}, saved));
+  assert.equal(again.turnId, TURN);
+  assert.equal(again.seq, 2);
+  assert.equal(again.text, "Half ");
+  assert.equal(again.phase, "streaming");
+  assert.equal(again.firstWordMs, 1500, "the first word came before the reload");
+  assert.equal(again.events.length, 1);
+  // A repeated frame is dropped; the next one goes on from the saved text.
+  assert.deepEqual(again.accept({turn: TURN, seq: 2, type: "token", text: "Half "}), []);
+  again.accept({turn: TURN, seq: 3, type: "token", text: "done"});
+  assert.equal(again.text, "Half done");
+  assert.equal(again.gaps, 0);
+});
+
+test("after a drop the status says so, counts from the drop, and comes back on reconnect", () => {
+  const s = new TurnState({now: clock([0, 10, 5000])});
+  s.start();
+  feed(s, frames([{type: "accepted"}]));
+  assert.equal(s.status, "status.searching");
+  assert.deepEqual(statuses(s.reconnecting(4200)), ["status.reconnecting"]);
+  assert.equal(s.droppedAt, 4200);
+  assert.deepEqual(statuses(s.reconnected()), ["status.searching"]);
+  assert.equal(s.droppedAt, null);
+  assert.deepEqual(s.reconnected(), [], "once");
+});
+
 test("the checks' warnings: a failed check names what to verify, one that could not run says so", () => {
   const s = new TurnState();
   s.start();

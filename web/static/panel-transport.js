@@ -11,7 +11,12 @@
   if (typeof module === "object" && module.exports) module.exports = api;
   else window.BecomeAssistantTransport = api;
 })(function () {
-  const BACKOFF_MS = [500, 1000, 2000, 4000, 4000];  // five tries, then give up
+  // The pauses between tries; the last one repeats. A dropped turn is tried for as long as the
+  // server keeps its replay log (ASSISTANT_REPLAY_TTL_S, 15 minutes by default), so an outage
+  // of minutes still ends with the whole answer; the browser's `online` event and the panel's
+  // Reconnect button try at once (retryNow).
+  const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 15000];
+  const GIVE_UP_MS = 15 * 60 * 1000;
   const CANCELLED = 499;
   const TOO_MANY = 429;
   const OPEN = 1;  // WebSocket.OPEN
@@ -74,13 +79,19 @@
   //   fetch, baseUrl,       for SSE: POST {baseUrl}/api/v1/assistant/chat/stream and
   //   token(fresh)          GET .../turns/{turn}/events?after={seq}, with the bearer token
   //   setTimeout            the back-off's timer
+  //   now                   the clock of the drop (ms; Date.now when absent)
   //   net                   shared by a panel's turns: {wsWorked, sse}; once one WebSocket
   //                         has opened the page keeps to WebSockets
   // on (what the turn gets):
   //   frame(f)              every frame but pings, after a refused cancel is dropped
-  //   reconnecting()        the connection dropped; a new one follows after a pause
+  //   reconnecting(since)   the connection dropped at `since` (env.now()); a new one follows
+  //                         after a pause
+  //   connected()           a new connection after a drop is open (the resume is sent)
   //   failed(f)             an error frame made here: {code, message, retry_after} or
-  //                         {code: 0, local: "error.connection" | "error.lost"}; the turn ends
+  //                         {code: 0, local: "error.connection" | "error.lost"}; the turn ends.
+  //                         Before the turn was accepted every failure ends it (nothing to
+  //                         resume): a refusal with its code, a network failure as
+  //                         error.connection.
   class Transport {
     constructor(env, on) {
       this.env = env;
@@ -88,6 +99,11 @@
       this.net = env.net || {wsWorked: false, sse: false};
       if (typeof env.WebSocket !== "function") this.net.sse = true;
       this.backoff = env.backoff || BACKOFF_MS;
+      this.giveUpMs = env.giveUpMs || GIVE_UP_MS;
+      this.now = env.now || (() => Date.now());
+      this.droppedAt = null;  // the first drop since the last frame
+      this.waiting = false;  // a pause before the next try is running
+      this.timerGen = 0;
       this.askFrame = null;
       this.turnId = null;
       this.lastSeq = -1;
@@ -108,6 +124,24 @@
       this.connect();
     }
 
+    // Carry on with a turn the page had started before a reload: resume after `after`.
+    resume(turnId, after) {
+      this.turnId = turnId;
+      this.lastSeq = after;
+      this.resumes++;
+      this.connect();
+    }
+
+    // Try now instead of after the pause (the browser is online again, or the person asked).
+    retryNow() {
+      if (this.closed || !this.waiting) return false;
+      this.waiting = false;
+      this.timerGen++;
+      this.resumes++;
+      this.connect();
+      return true;
+    }
+
     // The first frame of a connection: the question, or after a drop the resume.
     firstFrame() {
       return this.turnId ? {type: "resume", turn: this.turnId, after: this.lastSeq}
@@ -125,11 +159,8 @@
         ticket = await this.env.ticket();
       } catch (err) {
         if (this.closed) return;
-        if (err && err.retryable === false) {
-          this.on.failed({code: err.code, message: err.message, retry_after: err.retryAfter});
-        } else {
-          this.dropped();
-        }
+        if ((err && err.retryable === false) || !this.turnId) this.on.failed(refusalFrom(err));
+        else this.dropped();
         return;
       }
       if (this.closed) return;
@@ -141,6 +172,7 @@
         opened = true;
         this.net.wsWorked = true;
         ws.send(JSON.stringify(this.firstFrame()));
+        if (this.turnId && this.on.connected) this.on.connected();
         if (this.cancelRequested && this.turnId) this.sendCancel();
       };
       ws.onmessage = (ev) => {
@@ -180,11 +212,8 @@
       } catch (err) {
         if (ctl !== this.stream || this.closed) return;
         this.stream = null;
-        if (err && err.retryable === false) {
-          this.on.failed({code: err.code, message: err.message, retry_after: err.retryAfter});
-        } else {
-          this.dropped();
-        }
+        if ((err && err.retryable === false) || !this.turnId) this.on.failed(refusalFrom(err));
+        else this.dropped();
         return;
       }
       if (ctl !== this.stream || this.closed) return;
@@ -195,6 +224,7 @@
         else this.on.failed(refusal);
         return;
       }
+      if (first.type === "resume" && this.on.connected) this.on.connected();
       const parser = new SseParser((ev) => {
         if (ctl !== this.stream) return;
         let frame;
@@ -243,6 +273,7 @@
         if (f.seq <= this.lastSeq) return;  // already seen (a resume may repeat frames)
         this.lastSeq = f.seq;
         this.tries = 0;
+        this.droppedAt = null;
       }
       if (f.type === "accepted") {
         this.turnId = f.turn;
@@ -256,23 +287,27 @@
     }
 
     // The connection closed before the terminal frame: a new one, resuming after the last seq,
-    // after the back-off's pause; at once when the server said it is restarting.
+    // after the back-off's pause; at once when the server said it is restarting. Given up only
+    // when the drop is older than the server's replay log.
     dropped(restart) {
       if (this.closed) return;
       if (!this.turnId) {
         this.on.failed({code: 0, local: "error.connection"});
         return;
       }
-      if (this.tries >= this.backoff.length) {
+      if (this.droppedAt === null) this.droppedAt = this.now();
+      if (this.now() - this.droppedAt >= this.giveUpMs) {
         this.on.failed({code: 0, local: "error.lost"});
         return;
       }
-      // A restart still counts as a try: a server that keeps restarting is given up on.
-      const delay = restart ? 0 : this.backoff[this.tries];
+      const delay = restart ? 0 : this.backoff[Math.min(this.tries, this.backoff.length - 1)];
       this.tries++;
-      this.on.reconnecting();
+      this.on.reconnecting(this.droppedAt);
+      this.waiting = true;
+      const gen = ++this.timerGen;
       this.env.setTimeout(() => {
-        if (this.closed) return;
+        if (this.closed || gen !== this.timerGen) return;
+        this.waiting = false;
         this.resumes++;
         this.connect();
       }, delay);
@@ -343,6 +378,15 @@
     }
   }
 
+  // A failure before the turn was accepted, as an error frame: a refusal's code and message,
+  // or a network failure (no code) as the local "could not be reached".
+  function refusalFrom(err) {
+    if (err && err.code) {
+      return {code: err.code, message: err.message || "", retry_after: err.retryAfter};
+    }
+    return {code: 0, local: "error.connection"};
+  }
+
   // The JSON error of a refused SSE request, as an error frame.
   async function refusalOf(resp) {
     let body = null;
@@ -352,5 +396,5 @@
   }
 
   return {Transport: Transport, SseParser: SseParser, BACKOFF_MS: BACKOFF_MS,
-    RESTART_CLOSE: RESTART_CLOSE};
+    GIVE_UP_MS: GIVE_UP_MS, RESTART_CLOSE: RESTART_CLOSE};
 });

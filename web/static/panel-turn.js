@@ -41,6 +41,8 @@
       this.phase = "waiting";  // then "streaming", and at the end "done", "stopped" or "error"
       this.cancelRequested = false;
       this.status = null;
+      this.droppedAt = null;  // when the connection dropped (the status counts from there)
+      this.beforeDrop = null;
     }
 
     // A turn read back from sessionStorage: already finished, its answer or its error.
@@ -54,6 +56,28 @@
       return s;
     }
 
+    // A turn that was running when the page was reloaded (snapshot() of it, from
+    // sessionStorage): it carries on from its last seq, on a new connection.
+    static resumed(saved, opts) {
+      const s = new TurnState(Object.assign({}, opts, {project: saved.project || null}));
+      s.turnId = typeof saved.turn === "string" ? saved.turn : null;
+      s.seq = Number.isInteger(saved.seq) ? saved.seq : -1;
+      s.text = typeof saved.text === "string" ? saved.text : "";
+      s.streamed = s.text;
+      s.events = Array.isArray(saved.events) ? saved.events.filter((e) => e && e.step) : [];
+      s.passages = typeof saved.passages === "number" ? saved.passages : null;
+      s.phase = s.text ? "streaming" : "waiting";
+      // Its first word came before the reload (the status says so, not "after 0 s").
+      s.firstWordMs = typeof saved.firstWordMs === "number" ? saved.firstWordMs : null;
+      return s;
+    }
+
+    // What a reload needs to carry on: the turn id, the last seq and what it had shown.
+    snapshot() {
+      return {turn: this.turnId, seq: this.seq, text: this.text, events: this.events,
+        passages: this.passages, firstWordMs: this.firstWordMs};
+    }
+
     start() {
       this.startedAt = this.now();
       const out = [];
@@ -61,10 +85,23 @@
       return out;
     }
 
-    // The transport lost the connection and tries again after a pause.
-    reconnecting() {
+    // The transport lost the connection (at `since`, the drop's time) and tries again.
+    reconnecting(since) {
       const out = [];
-      if (!this.finished) this.setStatus("status.reconnecting", out);
+      if (this.finished) return out;
+      if (this.status !== "status.reconnecting") this.beforeDrop = this.status;
+      this.droppedAt = typeof since === "number" ? since : this.now();
+      this.setStatus("status.reconnecting", out);
+      return out;
+    }
+
+    // A new connection is open again: the status says what it said before the drop.
+    reconnected() {
+      const out = [];
+      if (this.finished || this.status !== "status.reconnecting") return out;
+      this.droppedAt = null;
+      this.setStatus(this.cancelRequested ? "status.stopping"
+        : this.beforeDrop || "status.searching", out);
       return out;
     }
 
