@@ -95,6 +95,9 @@ class Done:
     answer_language: str = _meaning("the answer's language, detected in code")
     language_differs: bool = _meaning("the answer is in the other of en and cs")
     answer_form: str = _meaning("prose, structured or quotes")
+    deterministic: bool = field(default=True, metadata={"meaning": (
+        "true: every model call is at temperature 0, so the same question and sources give the "
+        "same answer (the panel says so under a regenerated answer)")})
     structured: dict[str, Any] | None = _optional(
         "structured and quotes forms: valid_json, cut, outcome, clarifying_question, quotes, "
         "sources (absent otherwise)")

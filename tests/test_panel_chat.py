@@ -140,7 +140,12 @@ def test_anonymous_visitor_sees_a_calm_project_note(lang: str, project_stack: St
 @pytest.mark.browser
 def test_phone_layout_fits_the_screen(scripted_stack: Stack, scripted_llm: str,
                                       panel_factory: Any) -> None:  # noqa: F811
-    p = panel_factory(scripted_stack, viewport=PHONE, phone=True)
+    from tests.wsutil import app_token
+
+    # Signed in (the app's token): an anonymous visitor's projects are not asked for (issue 27).
+    token = app_token(scripted_stack, "phone-user")
+    p = panel_factory(scripted_stack, viewport=PHONE, phone=True,
+                      init_script=f"localStorage.setItem('become_token', '{token}')")
     page = p.page
     long_name = "A very long project name about the regional flood plan " * 6
     page.route("**/api/v1/assistant/projects", lambda route: route.fulfill(

@@ -11,30 +11,32 @@
   const signIn = document.getElementById("demo-signin");
   const fields = Array.from(form.querySelectorAll(".demo-field"));
   const who = document.getElementById("demo-who");
-  const state = {token: null, user: null, whoKey: null, whoParams: null, anon: null};
+  const state = {token: null, user: null, whoKey: null, whoParams: null};
+  // The demo sign-in lasts as long as the tab (sessionStorage), across reloads.
+  const SIGNIN_KEY = "become-assistant.demo-signin";
+  let kept = null;
+  try { kept = JSON.parse(window.sessionStorage.getItem(SIGNIN_KEY) || "null"); } catch (err) {
+    kept = null;
+  }
+  if (kept && typeof kept.token === "string") state.token = kept.token;  // before the panel asks
 
   function storedAppToken() {
     try { return window.localStorage.getItem("become_token"); } catch (err) { return null; }
   }
 
-  async function anonymousToken() {
-    if (state.anon) return state.anon;
-    const resp = await fetch("/api/v1/dev/token", {
-      method: "POST", headers: {"Content-Type": "application/json"},
-      body: JSON.stringify({user: "demo"}),
-    });
-    if (!resp.ok) throw new Error(A.t(panel.lang, "error.signIn"));
-    state.anon = (await resp.json()).access_token;
-    return state.anon;
-  }
+  // The tab's anonymous demo token (the panel keeps it; a refusal says why, see panel.js).
+  function anonymousToken() { return A.anonymousToken(panel.lang); }
 
   // The token the panel sends: the demo sign-in's, else the app's, else an anonymous one.
-  async function getToken() {
-    return state.token || storedAppToken() || anonymousToken();
+  async function getToken(opts) {
+    if (state.token || storedAppToken()) return state.token || storedAppToken();
+    if (opts && opts.fresh) A.forgetAnonymousToken();  // expired: a new anonymous visitor
+    return anonymousToken();
   }
 
   const panel = A.mount(document.getElementById("assistant"), {
     getToken: getToken, projectPicker: true, setDocumentLang: true,
+    signedIn: () => !!(state.token || storedAppToken()),
   });
 
   function setWho(key, params) {
@@ -54,6 +56,11 @@
   // Signed in: only "Sign out" stays; signed out: the empty fields and "Sign in".
   function signedIn(token, key, params) {
     state.token = token;
+    try {
+      if (token) window.sessionStorage.setItem(SIGNIN_KEY, JSON.stringify({token: token,
+        key: key, params: params || null}));
+      else window.sessionStorage.removeItem(SIGNIN_KEY);
+    } catch (err) { /* storage off: the sign-in lasts until a reload */ }
     signOut.hidden = !token;
     signIn.hidden = !!token;
     for (const field of fields) field.hidden = !!token;
@@ -96,11 +103,13 @@
   });
 
   signOut.addEventListener("click", () => {
+    panel.signOut();  // the chat and the tab's storage go with the sign-in
     signedIn(null, storedAppToken() ? "demo.appToken" : "demo.anonymous");
     email.focus();  // the fields are back
   });
 
   document.addEventListener("ba-languagechange", translatePage);
-  setWho(storedAppToken() ? "demo.appToken" : "demo.anonymous");
+  if (state.token) signedIn(kept.token, kept.key, kept.params);
+  else setWho(storedAppToken() ? "demo.appToken" : "demo.anonymous");
   translatePage();
 })();

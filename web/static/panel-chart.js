@@ -2,16 +2,18 @@
 // server reads with the person's own token (never from model text). Each expert's triangle
 // (lower, peak, upper) on the project's scale, the mean, the median and the best compromise, and
 // the maximum error around the best compromise. The figure is one focusable image with a
-// summary for screen readers; the same numbers are in a table below it.
+// summary for screen readers; the same numbers are in a table below it. It is drawn at the width
+// it is shown, so its labels keep their size (12 px) on a phone; the best compromise carries its
+// value; many experts are drawn fainter so the three results stay readable.
 "use strict";
 
 (function () {
   const SVG = "http://www.w3.org/2000/svg";
-  const W = 600;
-  const H = 190;
+  const H = 212;
   const PAD = 28;
-  const BASE = 140;  // y of the axis
-  const TOP = 30;  // y of a peak
+  const BASE = 144;  // y of the axis
+  const TOP = 36;  // y of a peak (the best compromise's label sits above it)
+  const MANY = 12;  // more experts than this: drawn fainter
 
   function svg(tag, attrs, text) {
     const node = document.createElementNS(SVG, tag);
@@ -49,10 +51,19 @@
       [x(f.upper), BASE]].map((p) => p.join(",")).join(" ")});
   }
 
-  // The figure and its table, or null when the data has nothing to draw.
-  function build(data, t, num) {
+  // A label's anchor that keeps it inside the figure near x.
+  function anchorNear(x, W, room) {
+    if (x < room) return ["start", Math.max(4, x - 8)];
+    if (x > W - room) return ["end", Math.min(W - 4, x + 8)];
+    return ["middle", x];
+  }
+
+  // The figure and its table, or null when the data has nothing to draw. opts.width: the width
+  // in CSS pixels the figure is shown at (600 when not known).
+  function build(data, t, num, opts) {
     const bc = data.best_compromise;
     if (!bc || !(data.experts || []).length) return null;
+    const W = Math.max(240, Math.min(1200, Math.round((opts && opts.width) || 600)));
     const [lo, hi] = range(data);
     const x = (v) => PAD + ((v - lo) / (hi - lo)) * (W - 2 * PAD);
     const unit = data.scale && data.scale.unit ? " " + data.scale.unit : "";
@@ -63,10 +74,17 @@
       err: finite(data.max_error) ? num(data.max_error) : "–"});
     const pic = svg("svg", {viewBox: "0 0 " + W + " " + H, role: "img", class: "ba-chart-svg",
                             focusable: "true", tabindex: "0", "aria-label": summary});
-    for (const e of data.experts) pic.appendChild(triangle(x, e, "ba-chart-expert"));
+    const expertClass = data.experts.length > MANY ? "ba-chart-expert ba-chart-expert-many"
+      : "ba-chart-expert";
+    for (const e of data.experts) pic.appendChild(triangle(x, e, expertClass));
     if (data.mean) pic.appendChild(triangle(x, data.mean, "ba-chart-mean"));
     if (data.median) pic.appendChild(triangle(x, data.median, "ba-chart-median"));
     pic.appendChild(triangle(x, bc, "ba-chart-bc"));
+    // The best compromise's value written at its peak.
+    const bcText = t("chart.bestCompromise") + " " + num(bc.peak) + unit;
+    const [bcAnchor, bcX] = anchorNear(x(bc.peak), W, bcText.length * 3.6);
+    pic.appendChild(svg("text", {class: "ba-chart-label ba-chart-bc-label", x: bcX, y: TOP - 10,
+                                 "text-anchor": bcAnchor}, bcText));
     pic.appendChild(svg("line", {class: "ba-chart-axis", x1: PAD, y1: BASE, x2: W - PAD, y2: BASE}));
     for (const v of [lo, (lo + hi) / 2, hi]) {
       pic.appendChild(svg("line", {class: "ba-chart-axis", x1: x(v), y1: BASE, x2: x(v),
@@ -75,7 +93,7 @@
                                    "text-anchor": "middle"}, num(v)));
     }
     if (finite(data.max_error)) {  // ± the maximum error around the best compromise's centroid
-      const y = BASE + 32;
+      const y = BASE + 34;
       const a = x(bc.centroid - data.max_error);
       const b = x(bc.centroid + data.max_error);
       pic.appendChild(svg("line", {class: "ba-chart-err", x1: a, y1: y, x2: b, y2: y}));
@@ -83,9 +101,11 @@
         pic.appendChild(svg("line", {class: "ba-chart-err", x1: end, y1: y - 5, x2: end,
                                      y2: y + 5}));
       }
-      pic.appendChild(svg("text", {class: "ba-chart-label", x: Math.min(b + 6, W - 4), y: y + 4,
-        "text-anchor": b + 6 > W - 80 ? "end" : "start"},
-        t("chart.maxError") + " ±" + num(data.max_error)));
+      // Under the bar, so it never runs into it on a narrow screen.
+      const errText = t("chart.maxError") + " ±" + num(data.max_error);
+      const [errAnchor, errX] = anchorNear((a + b) / 2, W, errText.length * 3.6);
+      pic.appendChild(svg("text", {class: "ba-chart-label ba-chart-err-label", x: errX, y: y + 22,
+                                   "text-anchor": errAnchor}, errText));
     }
     figure.appendChild(pic);
     const legend = el("ul", "ba-chart-legend");

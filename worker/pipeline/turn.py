@@ -261,6 +261,9 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         answer_language=answer_lang,
         language_differs=answer_lang != lang and {answer_lang, lang} <= {"cs", "en"},
         answer_form=s.effective_answer_form,
+        # Every model call is at temperature 0 (generate.py): the same question and sources give
+        # the same answer, and the panel says so under a regenerated one (issue 27).
+        deterministic=True,
         **form,
         **extra,
     ))
