@@ -666,6 +666,8 @@ def test_restart_pings_duplicates_and_refusals_on_a_scripted_socket(
     answer = page.locator(f"{LAST_TURN} .ba-answer")
     p.ask("How does the search work?")
     page.wait_for_function("() => window.__assistantPanel.current.seq === 3")
+    # The text is drawn on the next animation frame: wait for it, then compare.
+    page.wait_for_function("() => window.__assistantPanel.answerText().length >= 16")
     assert p.answer_text() == "Old partial text", "a repeated seq is dropped, pings ignored"
     sockets[0].send(frame(4, "restart", attempt=2))
     page.wait_for_function("() => window.__assistantPanel.current.seq === 4")

@@ -95,8 +95,9 @@ def test_reload_mid_answer_carries_on_for_an_anonymous_visitor(
 @pytest.mark.browser
 def test_a_thirty_second_outage_then_online_finishes_the_answer(
         scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:  # noqa: F811
-    chunks = [f"Word{i} " for i in range(40)] + ["with a source [1]."]
-    set_script(scripted_llm, chunks, delay_s=0.06)
+    # Long enough (12 s) to be still running at the drop, which comes 2 s after 6 words.
+    chunks = [f"Word{i} " for i in range(120)] + ["with a source [1]."]
+    set_script(scripted_llm, chunks, delay_s=0.1)
     p = panel_factory(scripted_stack)
     page = p.page
     resumed_at: list[float] = []
@@ -105,6 +106,7 @@ def test_a_thirty_second_outage_then_online_finishes_the_answer(
     p.ask("How does the search work?")
     wait_words(p, 6)
     time.sleep(2)  # the question is older than the drop: the seconds below count from the drop
+    assert not p.js("() => window.__assistantPanel.current.finished")
     p.context.set_offline(True)
     p.js("() => window.__assistantPanel.dropSocket()")
     dropped = time.monotonic()
