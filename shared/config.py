@@ -40,6 +40,7 @@ from shared.config_fields import (
     setting,
 )
 from shared.errors import ConfigError
+from shared.redis_url import sentinel_target
 
 # `production` is the hardened profile every real install uses (local or hosted models alike);
 # `deployed` is its former name and still accepted.
@@ -57,7 +58,16 @@ INSECURE_DEV_SECRET = "dev-only-insecure-secret-change-me"
 BUNDLED_ANSWER_MODEL = "SmolLM2-135M-Instruct"
 PROFILE: Kind[str] = Kind("word", lambda raw, name: PROFILE_ALIASES.get(raw.strip().lower(),
                                                                           raw.strip().lower()))
-REDIS: Kind[str] = Kind("Redis URL", lambda raw, name: raw)
+
+
+def _redis_url(raw: str, name: str) -> str:
+    """A Redis URL as given; a sentinel:// one is checked as it is read (shared/redis_url.py:
+    a malformed one is a ConfigError naming the form)."""
+    sentinel_target(raw)
+    return raw
+
+
+REDIS: Kind[str] = Kind("Redis URL", _redis_url)
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,9 @@ class Settings:
         "serve the demo page's sign-in at `POST /api/v1/dev/login` (forwarded to the app's "
         "login); dev/test only, implied by `ASSISTANT_DEV_TOKENS`")
     redis_url: str = setting("ASSISTANT_REDIS_URL", REDIS, "redis://127.0.0.1:6379/0",
-                             "broker, channels, replay logs, tickets")
+                             "broker, channels, replay logs, tickets, limits: one server, "
+                             "or `sentinel://host:port,host:port/service/db` (Redis Sentinel, "
+                             "docs/operations.md)")
     # One bounded pool per process: a web process's greenlets wait up to redis_pool_timeout_s
     # for a free connection instead of opening one each (1,000 sockets, one Redis).
     redis_max_connections: int = setting(

@@ -51,6 +51,10 @@ class TurnClosed(Exception):
     """The turn's log takes no more frames: it has ended, or Redis lost it."""
 
 
+class NotNext(Exception):
+    """An append that expected another seq wrote nothing (see `append`'s `expect`)."""
+
+
 def head(data: bytes) -> Frame | None:
     """The frame of published bytes, read from its head; None if they are not one of ours."""
     match = _HEAD.match(data)
@@ -71,10 +75,12 @@ def encode(frame: dict[str, Any]) -> str:
 
 # KEYS: log stream, live channel, slot holder hash, cluster slot set.
 # ARGV: type, the frame's other fields as JSON object members ('' for none), ttl (s), seq to
-# use if the log is gone ('' = refuse), turn. Numbers the frame (the log's last seq + 1; seq 0 only
-# for `accepted` on an empty log), refuses after a terminal frame, appends and publishes, and
-# on a terminal frame frees the turn's in-flight slot. Returns the seq, -1 if the turn had
-# ended, -2 if its log is gone.
+# use if the log is gone ('' = refuse), turn, the seq the writer expects ('' = any). Numbers
+# the frame (the log's last seq + 1; seq 0 only for `accepted` on an empty log), refuses after
+# a terminal frame, appends and publishes, and on a terminal frame frees the turn's in-flight
+# slot. Returns the seq, -1 if the turn had ended, -2 if its log is gone, -3 (nothing written)
+# if the seq is not the one expected: a retried append that had landed, or a log that lost its
+# newest frames (a Sentinel failover to a replica that had not received them).
 _APPEND_LUA = """
 local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local seq
@@ -91,6 +97,7 @@ elseif ARGV[4] ~= '' then
 else
   return -2
 end
+if ARGV[6] and ARGV[6] ~= '' and seq ~= tonumber(ARGV[6]) then return -3 end
 local text = '{"seq":' .. seq .. ',"type":"' .. ARGV[1] .. '"'
 if ARGV[2] ~= '' then text = text .. ',' .. ARGV[2] end
 text = text .. '}'
@@ -109,6 +116,12 @@ if ARGV[1] == 'done' or ARGV[1] == 'error' then
 end
 return seq
 """
+
+
+def _body(frame: dict[str, Any]) -> str:
+    """A frame's fields but seq and type, as JSON object members (the append script's ARGV)."""
+    rest = {k: v for k, v in frame.items() if k not in ("seq", "type")}
+    return json.dumps(rest, ensure_ascii=False, separators=(",", ":"))[1:-1]
 
 
 def _entry(entry: Any) -> Frame:
@@ -132,22 +145,31 @@ class FrameLog:
                       keys.SLOTS_ALL]
         self._append = client.register_script(_APPEND_LUA)
 
-    def append(self, frame: dict[str, Any], seq_if_lost: int | None = None) -> int:
+    def append(self, frame: dict[str, Any], seq_if_lost: int | None = None,
+               expect: int | None = None) -> int:
         """Number, record and publish a frame (its `seq` is assigned here); its seq.
 
         A terminal frame also frees the turn's in-flight slot. Raises TurnClosed once the
-        turn has ended, or when its log is gone (unless seq_if_lost says which seq to use).
+        turn has ended, or when its log is gone (unless seq_if_lost says which seq to use);
+        NotNext, writing nothing, when `expect` is given and the frame would get another seq.
         """
         kind = str(frame["type"])
         if not _TYPE.fullmatch(kind):
             raise ValueError(f"bad frame type {kind!r}")
-        rest = {k: v for k, v in frame.items() if k not in ("seq", "type")}
-        body = json.dumps(rest, ensure_ascii=False, separators=(",", ":"))[1:-1]
         seq = int(self._append(keys=self._keys, args=[
-            kind, body, self._ttl, "" if seq_if_lost is None else seq_if_lost, self.turn]))
+            kind, _body(frame), self._ttl, "" if seq_if_lost is None else seq_if_lost, self.turn,
+            "" if expect is None else expect]))
+        if seq == -3:
+            raise NotNext(f"expected seq {expect}")
         if seq < 0:
             raise TurnClosed("turn ended" if seq == -1 else "turn log gone")
         return seq
+
+    @staticmethod
+    def text(seq: int, frame: dict[str, Any]) -> str:
+        """The text the log stores and publishes for `frame` numbered `seq`."""
+        body = _body(frame)
+        return f'{{"seq":{seq},"type":"{frame["type"]}"' + (f",{body}" if body else "") + "}"
 
     def frames_after(self, after_seq: int) -> list[Frame]:
         """The logged frames with seq greater than after_seq, in order (read from there on)."""

@@ -3,6 +3,12 @@
 A follower delivers a turn's frames in seq order without gaps or duplicates (live frames from
 the relay, anything missed from the replay log) and watches the worker: a turn whose worker
 died (its lease expired) is re-run once, and otherwise ended with an error frame.
+
+Replication to a Redis replica is asynchronous: after a Sentinel failover the log may lack its
+newest frames, ones this client was already sent, and the worker's next frames would reuse
+their seqs. So the follower remembers a hash of every frame it sent, reads the log from its
+last frame on (inclusive), and ends the turn with an error frame when that frame is gone or a
+frame with a seq it sent differs: never a hole in the text (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from web.queue import turn_queue
 from web.relay import Relay, Subscription
 
 log = logging.getLogger(__name__)
+INTERRUPTED = "The answer was interrupted. Please ask again."
 WATCH_S = 2.0  # silence before the watchdog looks, and between its looks
 
 
@@ -44,6 +51,8 @@ class TurnFollower:
     done: bool = False
     log: FrameLog = field(init=False)
     redis_down_since: float | None = None
+    # seq -> hash of the text of each logged frame sent to this client.
+    _sent: dict[int, int] = field(init=False, default_factory=dict)
     # When a frame last arrived, or the watchdog last looked (monotonic seconds).
     _heard: float = field(init=False, default_factory=time.monotonic)
 
@@ -52,24 +61,55 @@ class TurnFollower:
 
     def accept(self, frame: Frame) -> list[Frame]:
         """Frames to send now, given a live frame (older ones are dropped, gaps filled)."""
-        if self.done or frame.seq <= self.last:
+        if self.done:
             return []
-        batch = [frame] if frame.seq == self.last + 1 else self.log.frames_after(self.last)
-        return self._take(batch)
+        if frame.seq <= self.last:
+            # A duplicate, or, when its text differs, a log that lost frames and renumbered.
+            return self._lost() if self._differs(frame) else []
+        if frame.seq == self.last + 1:
+            return self._take([frame])
+        return self._take_logged(self.log.frames_after(self._from()))
 
     def catch_up(self) -> list[Frame]:
         """Everything in the replay log after the last frame sent."""
-        return self._take(self.log.frames_after(self.last))
+        return self._take_logged(self.log.frames_after(self._from()))
+
+    def _from(self) -> int:
+        """Where a log read starts: with the last frame sent (it must still be there)."""
+        return max(self.last - 1, -1)
+
+    def _differs(self, frame: Frame) -> bool:
+        sent = self._sent.get(frame.seq)
+        return sent is not None and sent != hash(frame.text)
+
+    def _take_logged(self, batch: list[Frame]) -> list[Frame]:
+        """Take frames read from the log from the last one sent on: that one must be there."""
+        if self.done or self.last < 0:
+            return self._take(batch)
+        if not batch or batch[0].seq != self.last:
+            return self._lost()
+        return self._take(batch)
+
+    def _lost(self) -> list[Frame]:
+        """The log lost frames this client was sent: end the turn here, with an error frame
+        (the worker's next append finds the log behind and ends the turn there too)."""
+        log.warning("turn %s: the replay log lost frames (a Redis failover); ended", self.turn)
+        self.done = True
+        exc = Unavailable("frames lost", public_message=INTERRUPTED)
+        return [_frame(frame_types.error_of(exc, self.turn, self.last + 1))]
 
     def _take(self, batch: list[Frame]) -> list[Frame]:
         if batch:
             self._heard = time.monotonic()
-        out = []
+        out: list[Frame] = []
         for f in batch:
+            if not self.done and f.seq <= self.last and self._differs(f):
+                return out + self._lost()
             if self.done or f.seq != self.last + 1:
                 continue
             out.append(f)
             self.last = f.seq
+            self._sent[f.seq] = hash(f.text)
             if f.type == "restart":
                 self.attempt = int(f.fields().get("attempt", self.attempt))
             if f.terminal:
@@ -106,22 +146,21 @@ class TurnFollower:
         # Everything the check needs, in one round trip: the frames after the last one sent,
         # the log's head, the re-run flag, both attempts' start flags, the worker's lease.
         pipe = self.client.pipeline(transaction=False)
-        self.log.read_after(pipe, self.last)
+        self.log.read_after(pipe, self._from())
         self.log.read_head(pipe)
         pipe.exists(keys.turn_rerun(self.turn))
         for n in range(1, turns.MAX_ATTEMPTS + 1):
             pipe.exists(keys.turn_started(self.turn, n))
         pipe.exists(keys.turn_lease(self.turn))
         after, first, rerun, *started, leased = pipe.execute()
-        missed = self._take(FrameLog.frames(after))
+        missed = self._take_logged(FrameLog.frames(after))
         if missed or self.done:
             return missed
         head = FrameLog.first(first)
         if head is None or head[0].seq != 0:
             # The replay log starts (seq 0) before the turn is enqueued and outlives it: its
             # head gone means Redis lost its data (a restart), and with it the turn's state.
-            return self._abandon(Unavailable("turn state lost", public_message=(
-                "The answer was interrupted. Please ask again.")))
+            return self._abandon(Unavailable("turn state lost", public_message=INTERRUPTED))
         attempt = 2 if rerun else self.attempt
         if started[attempt - 1]:
             if leased:
@@ -263,11 +302,12 @@ def follow_existing(client: redis.Redis, settings: Settings, relay: Relay, user:
     sub = relay.subscribe(turn, sink=sink)
     follower = TurnFollower(client, settings, turn, last=after)
     newest = follower.log.last()
-    if newest is not None:
-        # A client cannot have seen past the log's end: bounded, a finished turn resends its
-        # end (else the watchdog, finding nothing after `after`, would take the finished
-        # worker for a dead one and re-run the turn), a running one continues from its head.
-        follower.last = min(after, newest.seq - 1 if newest.terminal else newest.seq)
+    if newest is not None and newest.terminal:
+        # A finished turn resends its end (else the watchdog, finding nothing after `after`,
+        # would take the finished worker for a dead one and re-run the turn). A running one
+        # goes on from `after`: a client that has seen past the log's end (its newest frames
+        # lost in a failover) finds that frame missing at the catch-up and gets an error.
+        follower.last = min(after, newest.seq - 1)
     if client.exists(keys.turn_rerun(turn)):
         follower.attempt = 2
     return sub, follower

@@ -59,7 +59,9 @@ class Limiter:
 
     def __init__(self, settings: Settings, client: redis.Redis) -> None:
         """Share the app's connection pool; nothing is sent to Redis until the first check."""
-        storage = RedisStorage(settings.redis_url, connection_pool=client.connection_pool,
+        # The pool says where Redis is (one server or the primary Sentinel names): the URL
+        # given here only tells `limits` which client library to use.
+        storage = RedisStorage("redis://", connection_pool=client.connection_pool,
                                key_prefix=keys.RATE_PREFIX, wrap_exceptions=True)
         self._window = MovingWindowRateLimiter(storage)
         self._storage = storage

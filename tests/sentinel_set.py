@@ -1,0 +1,149 @@
+"""A Redis primary, a replica and three Sentinels on loopback (Debian's redis-server and
+redis-sentinel), for the tests and the fault round that kill the primary mid-turn.
+
+The Sentinels watch the primary as `mymaster` with a quorum of 2 and call it down after
+DOWN_AFTER_MS without an answer, so a failover takes about two seconds. kill_primary()
+SIGKILLs whichever server is the primary now, waits until the Sentinels name the other one,
+and starts the killed one again as a replica of the new primary, so the next round can fail
+over once more.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from assistant_cli import stack
+from tests.conftest import VAR, port
+
+SERVICE = "mymaster"
+DOWN_AFTER_MS = 1000
+# Two servers (each primary and replica in turn) and three Sentinels.
+SERVER_PORTS = (port(7391), port(7392))
+SENTINEL_PORTS = (port(7393), port(7394), port(7395))
+
+
+def sentinel_binary() -> str:
+    """Debian's redis-sentinel (`make system-deps-test` installs it)."""
+    found = shutil.which("redis-sentinel")
+    if not found:
+        raise stack.StackError("no redis-sentinel: apt-get install redis-sentinel "
+                               "(make system-deps-test does)")
+    return found
+
+
+def _answers(server_port: int) -> bool:
+    try:
+        return bool(redis.Redis(port=server_port, socket_timeout=1,
+                                socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+@dataclass
+class SentinelSet:
+    """The running set: its processes and where they listen."""
+
+    sup: stack.Supervisor
+    data: Path
+    servers: dict[int, stack.Proc] = field(default_factory=dict)
+    sentinels: list[stack.Proc] = field(default_factory=list)
+
+    def url(self, db: int = 0) -> str:
+        """ASSISTANT_REDIS_URL for this set."""
+        hosts = ",".join(f"127.0.0.1:{p}" for p in SENTINEL_PORTS)
+        return f"sentinel://{hosts}/{SERVICE}/{db}"
+
+    def primary_port(self) -> int | None:
+        """The port the Sentinels name as the primary now (None if none answers)."""
+        for p in SENTINEL_PORTS:
+            try:
+                addr = redis.Redis(port=p, socket_timeout=1, socket_connect_timeout=1
+                                   ).sentinel_get_master_addr_by_name(SERVICE)
+            except redis.RedisError:
+                continue
+            if addr:
+                return int(addr[1])
+        return None
+
+    def start_server(self, server_port: int, replica_of: int | None) -> None:
+        """A data server (no persistence: what is not replicated is lost with it)."""
+        argv = [stack.redis_server_binary(), "--bind", "127.0.0.1", "--port", str(server_port),
+                "--save", "", "--appendonly", "no", "--dir", str(self.data)]
+        if replica_of is not None:
+            argv += ["--replicaof", "127.0.0.1", str(replica_of)]
+        proc = self.sup.start(f"sentinel-set-redis-{server_port}", argv)
+        stack.wait_until(lambda: _answers(server_port), 20, f"redis {server_port}", proc)
+        self.servers[server_port] = proc
+
+    def replica_ready(self, primary: int) -> bool:
+        """The other server replicates from `primary` and every Sentinel sees it as healthy."""
+        other = next(p for p in SERVER_PORTS if p != primary)
+        try:
+            info = redis.Redis(port=other, socket_timeout=1).info("replication")
+        except redis.RedisError:
+            return False
+        if info.get("role") != "slave" or info.get("master_link_status") != "up" \
+                or int(info.get("master_port", 0)) != primary:
+            return False
+        for p in SENTINEL_PORTS:
+            try:
+                replicas = redis.Redis(port=p, socket_timeout=1).sentinel_slaves(SERVICE)
+            except redis.RedisError:
+                return False
+            if not any(int(r["port"]) == other and not r["is_sdown"]
+                       and r.get("master-link-status") == "ok" for r in replicas):
+                return False
+        return True
+
+    def kill_primary(self) -> int:
+        """SIGKILL the primary (its unreplicated writes die with it); return at once. The
+        port it listened on."""
+        primary = self.primary_port()
+        assert primary is not None, "the Sentinels name no primary"
+        self.servers[primary].popen.send_signal(signal.SIGKILL)
+        return primary
+
+    def recover(self, killed: int, timeout_s: float = 30) -> int:
+        """Wait for the Sentinels to promote the replica, start the killed server again as
+        its replica and wait until it is in sync; the new primary's port."""
+        proc = self.servers.pop(killed)
+        self.sup.stop(proc, timeout_s=1)
+        stack.wait_until(lambda: self.primary_port() not in (None, killed), timeout_s,
+                         "a Sentinel failover")
+        primary = self.primary_port()
+        assert primary is not None
+        self.start_server(killed, replica_of=primary)
+        stack.wait_until(lambda: self.replica_ready(primary), timeout_s, "the replica's sync")
+        return primary
+
+
+def start_sentinel_set(sup: stack.Supervisor) -> SentinelSet:
+    """Start the primary, its replica and three Sentinels; wait until all see each other."""
+    data = VAR / "sentinel-set"
+    if data.exists():
+        shutil.rmtree(data)  # Sentinels rewrite their config: start from a clean one
+    data.mkdir(parents=True)
+    ss = SentinelSet(sup, data)
+    primary, replica = SERVER_PORTS
+    ss.start_server(primary, None)
+    ss.start_server(replica, replica_of=primary)
+    for p in SENTINEL_PORTS:
+        conf = data / f"sentinel-{p}.conf"
+        conf.write_text("\n".join([
+            "bind 127.0.0.1", f"port {p}", "daemonize no", f"dir {data}",
+            f"sentinel monitor {SERVICE} 127.0.0.1 {primary} 2",
+            f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}",
+            # A failover that stalls is retried after twice this: short, so rounds follow
+            # one another.
+            f"sentinel failover-timeout {SERVICE} 5000",
+            f"sentinel parallel-syncs {SERVICE} 1", ""]))
+        proc = sup.start(f"sentinel-{p}", [sentinel_binary(), str(conf)])
+        stack.wait_until(lambda p=p: _answers(p), 20, f"sentinel {p}", proc)
+        ss.sentinels.append(proc)
+    stack.wait_until(lambda: ss.replica_ready(primary), 30, "the Sentinels to see the replica")
+    return ss
