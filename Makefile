@@ -9,8 +9,10 @@ APT_PACKAGES_RUN := redis-server
 # and runs it on an emulated CPU without AVX-512.
 # dict-freedict-*: tests/test_crosslingual.py reads Debian's Czech-English FreeDict dictionary
 # (GPL-2+), the lexicon of the non-default hybrid-freedict preset (docs/benchmarks.md, issue 12).
-APT_PACKAGES_TEST := redis-server chromium qemu-user binutils dict-freedict-eng-ces \
-	dict-freedict-ces-eng
+# redis-sentinel: tests/sentinel_set.py runs a primary, a replica and three Sentinels (the
+# failover tests and fault round, issue 29).
+APT_PACKAGES_TEST := redis-server redis-sentinel chromium qemu-user binutils \
+	dict-freedict-eng-ces dict-freedict-ces-eng
 
 .PHONY: run test test-fast deps lint typecheck pytest clean system-deps-run system-deps-test \
         docker-images docker-smoke system-deps-docker

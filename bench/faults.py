@@ -10,6 +10,9 @@ The rolling upgrade goes from a checkout of the previous release and back, e.g.
   git worktree add --detach /tmp/old-release <commit> &&
   .venv/bin/python -m bench.faults --only rollout --rounds 1 --old-release /tmp/old-release
 (without --old-release it restarts this release the same way).
+The Sentinel failover (`--only failover`) runs on a stack whose Redis is a primary, a replica
+and three Sentinels (Debian's redis-sentinel); its rounds also print the seconds from the kill
+until a new question is accepted.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import functools
 from pathlib import Path
 
 from tests import fault_rounds
-from tests.fault_rounds import FAULTS, SHORT, fault_stack, run
+from tests.fault_rounds import FAULTS, ON_SENTINEL, SHORT, fault_stack, run
 
 
 def main() -> None:
@@ -38,13 +41,19 @@ def main() -> None:
         fault_rounds.r_rollout, old=args.old_release, min_turns=args.rollout_turns)
     names = [SHORT[s] for s in args.only] if args.only else list(FAULTS)
     rows = []
-    with conftest.bench_services() as (services, scripted), fault_stack(services,
-                                                                          scripted) as fs:
-        for name in names:
-            rounds = args.swap_rounds if name.startswith("50 index") else \
-                1 if name == SHORT["rollout"] else args.rounds
-            outcomes, worst = run(fs, name, rounds)
-            rows.append((name, rounds, outcomes, worst))
+    with conftest.bench_services() as (services, scripted):
+        # The rounds on one Redis server first, then those on a Sentinel-managed one, each
+        # group on a fault stack of its own.
+        for sentinel in (False, True):
+            group = [n for n in names if (n in ON_SENTINEL) == sentinel]
+            if not group:
+                continue
+            with fault_stack(services, scripted, sentinel=sentinel) as fs:
+                for name in group:
+                    rounds = args.swap_rounds if name.startswith("50 index") else \
+                        1 if name == SHORT["rollout"] else args.rounds
+                    outcomes, worst = run(fs, name, rounds)
+                    rows.append((name, rounds, outcomes, worst))
     print("\n| fault | rounds | outcomes | worst time to final frame |\n|---|---|---|---|")
     for name, rounds, outcomes, worst in rows:
         counted = ", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items()))

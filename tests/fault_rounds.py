@@ -9,10 +9,13 @@ started again by their faults.
 The rounds live here, beside the tests that run a few of them (tests/test_faults.py); the bench
 runs many and prints the table: BA_TEST_PORT_OFFSET=800 .venv/bin/python -m bench.faults
 --rounds 10 [--only NAME ...] (names: FAULTS below; worker SIGKILL: tests/worker_kill_rounds.py).
+The Sentinel failover round runs on a stack of its own whose Redis is a primary, a replica and
+three Sentinels (fault_stack(sentinel=True)).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -47,6 +50,7 @@ from tests.conftest import (
     stack_env,
     start_worker,
 )
+from tests.sentinel_set import SentinelSet, start_sentinel_set
 from tests.wsutil import app_token, get_ticket
 
 LIMIT_S = 30.0  # the longest a client may wait for the final frame after a fault
@@ -71,6 +75,8 @@ class FaultStack:
     urls: list[str]
     redis_url: str
     extra: list[str] = field(default_factory=list)
+    # The primary, replica and Sentinels the stack runs on, for the failover round.
+    sentinels: SentinelSet | None = None
 
 
 @dataclass(frozen=True)
@@ -374,6 +380,67 @@ def r_worker_term(fs: FaultStack, n: int) -> list[Result]:
             Result(exited, time.monotonic() - began)]
 
 
+def accepted_again(fs: FaultStack, since: float, timeout_s: float = LIMIT_S) -> float:
+    """Seconds from `since` until a new question is accepted (its `accepted` frame), asked
+    again every 0.2 s while tickets or turns are refused (503) or a socket cannot open."""
+    token = app_token(fs.stack, f"fault-probe-{os.getpid()}")
+    while time.monotonic() - since < timeout_s:
+        try:
+            ws = Client.connect(ws_url(fs.urls[1], get_ticket(fs.urls[1], token)))
+        except Exception:  # noqa: BLE001 - no ticket while there is no primary: try again
+            time.sleep(0.2)
+            continue
+        try:
+            ws.send(json.dumps({"type": "ask", "message": "How does the search work? (probe)"}))
+            while True:
+                raw = ws.receive(timeout=5)
+                frame = json.loads(raw) if raw else {"type": "silence"}
+                if frame["type"] not in ("ping", "pong"):
+                    break
+            if frame["type"] == "accepted":
+                return time.monotonic() - since
+        except (ConnectionClosed, OSError):
+            pass
+        finally:
+            ws.close()
+        time.sleep(0.2)
+    return timeout_s
+
+
+def r_failover(fs: FaultStack, n: int, behind_s: float = 0.0) -> list[Result]:
+    """The Redis primary SIGKILLed after 3 tokens; the Sentinels promote the replica. The
+    turn completes (the worker's appends wait for the new primary), or, when the newest
+    frames had not reached the replica, ends with an error frame: never a gap, never
+    silence. Also measured: the seconds from the kill until a new question is accepted."""
+    assert fs.sentinels is not None, "the failover round needs fault_stack(sentinel=True)"
+    ss = fs.sentinels
+    set_script(fs.scripted, CHUNKS, delay_s=0.05)
+    killed: list[int] = []
+    probe: list[float] = []
+    prober: list[threading.Thread] = []
+
+    def kill(_frames: list[dict[str, Any]]) -> None:
+        at = time.monotonic()
+        killed.append(ss.kill_primary(behind_s))
+        t = threading.Thread(target=lambda: probe.append(accepted_again(fs, at)))
+        t.start()
+        prober.append(t)
+
+    try:
+        r = ask(fs, f"How does the search work? (failover {n})", kill)
+    finally:
+        for t in prober:
+            t.join()
+        if killed:
+            ss.recover(killed[0])
+    again = probe[0] if probe else LIMIT_S
+    print(f"    failover {n}{' (lagging replica)' if behind_s else ''}: {r.outcome} after "
+          f"{r.took:.1f} s; asks accepted again after "
+          f"{again:.1f} s", flush=True)
+    return [r, Result("asks accepted again" if again < LIMIT_S else "asks still refused",
+                      again)]
+
+
 def start_release(fs: FaultStack, name: str, release: Path | None,
                   web_port: int | None = None) -> stack.Proc:
     """A worker (or, with web_port, a web server) of a release: a checkout of another commit
@@ -567,16 +634,30 @@ FAULTS: dict[str, Callable[[FaultStack, int], Result | list[Result]]] = {
     "worker sent SIGTERM mid-turn": r_worker_term,
     "rolling upgrade of 2 web + 2 workers under load": r_rollout,
     "50 index swaps, 20 clients asking": r_swaps,
+    "Redis primary killed mid-turn, Sentinel fails over": r_failover,
+    "the same, its replica 0.5 s behind (frames lost)": functools.partial(r_failover,
+                                                                         behind_s=0.5),
 }
 SHORT = dict(zip(("redis", "pg-question", "pg-mid", "pg-rebuild", "hang", "dies", "slow", "embeddings",
-                  "web-kill", "web-hup", "web-term", "worker-term", "rollout", "swaps"), FAULTS, strict=True))
+                  "web-kill", "web-hup", "web-term", "worker-term", "rollout", "swaps",
+                  "failover", "failover-lag"), FAULTS, strict=True))
+# The rounds that need the stack on a Sentinel-managed Redis (fault_stack(sentinel=True)).
+ON_SENTINEL = frozenset({SHORT["failover"], SHORT["failover-lag"]})
 
 
 @contextmanager
-def fault_stack(services: stack.Supervisor, scripted: str) -> Iterator[FaultStack]:
-    """Its own Redis, one worker, web A (with the worker) and web B on loopback."""
+def fault_stack(services: stack.Supervisor, scripted: str, sentinel: bool = False
+                ) -> Iterator[FaultStack]:
+    """Its own Redis, one worker, web A (with the worker) and web B on loopback. With
+    sentinel, that Redis is a primary, a replica and three Sentinels (tests/sentinel_set.py),
+    and every process of the stack reaches it through a sentinel:// URL."""
     sup = stack.Supervisor(VAR / "log")
-    redis_url = f"redis://127.0.0.1:{REDIS_PORT}/0"
+    try:
+        sentinels = start_sentinel_set(sup) if sentinel else None
+    except BaseException:
+        sup.stop_all()
+        raise
+    redis_url = sentinels.url(0) if sentinels else f"redis://127.0.0.1:{REDIS_PORT}/0"
     env = stack_env({
         "ASSISTANT_REDIS_URL": redis_url, **scripted_roles(scripted),
         "ASSISTANT_PING_INTERVAL_S": "1",
@@ -587,7 +668,8 @@ def fault_stack(services: stack.Supervisor, scripted: str) -> Iterator[FaultStac
         "ASSISTANT_MAX_TURNS_PER_PROCESS": "64",
     })
     try:
-        start_redis(sup)
+        if sentinels is None:
+            start_redis(sup)
         a, b = port(8027), port(8028)
         start_processes(sup, Plan(var_dir=VAR, name="fault", web_bind=f"127.0.0.1:{a}",
                                   web_workers=1, worker_concurrency=8, beat=False,
@@ -597,7 +679,7 @@ def fault_stack(services: stack.Supervisor, scripted: str) -> Iterator[FaultStac
                         env=env)
         st = Stack("fault", f"http://127.0.0.1:{a}", env, settings_from_env(env), sup)
         fs = FaultStack(services, scripted, sup, st, [st.base_url, f"http://127.0.0.1:{b}"],
-                        redis_url)
+                        redis_url, sentinels=sentinels)
         # A first turn warms the worker (models, the index's first read), which on a busy
         # machine can take longer than the short first-token limit: no round's turn is it.
         set_script(scripted, ["Warm [1]."])

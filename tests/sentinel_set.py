@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,11 +101,20 @@ class SentinelSet:
                 return False
         return True
 
-    def kill_primary(self) -> int:
-        """SIGKILL the primary (its unreplicated writes die with it); return at once. The
-        port it listened on."""
+    def kill_primary(self, behind_s: float = 0.0) -> int:
+        """SIGKILL the primary (its unreplicated writes die with it); the port it listened on.
+
+        behind_s > 0 makes the replica lag first: it is pointed at a port where nothing
+        listens (its data stays, nothing more arrives), the primary goes on taking writes for
+        behind_s, and those die with it: what asynchronous replication loses when a
+        primary dies before its replica caught up. The replica is promoted all the same.
+        """
         primary = self.primary_port()
         assert primary is not None, "the Sentinels name no primary"
+        if behind_s > 0:
+            replica = next(p for p in SERVER_PORTS if p != primary)
+            redis.Redis(port=replica, socket_timeout=2).replicaof("127.0.0.1", str(port(7399)))
+            time.sleep(behind_s)
         self.servers[primary].popen.send_signal(signal.SIGKILL)
         return primary
 

@@ -29,7 +29,7 @@ from shared.redis_url import SentinelTarget, sentinel_target
 from tests.conftest import VAR, redis_url
 from tests.sentinel_set import SentinelSet, start_sentinel_set
 from web.follow import INTERRUPTED, TurnFollower
-from web.relay import Relay
+from web.relay import RESYNC, Relay
 from worker.emit import FramesLost, TurnEmitter
 
 # --- the URL -----------------------------------------------------------------------------
@@ -139,6 +139,9 @@ def test_the_client_pubsub_and_limits_follow_a_failover(sentinels: SentinelSet) 
         # reaches the socket's subscription.
         _until(lambda: _published(client, turn) or (_ for _ in ()).throw(
             redis.ConnectionError("relay not re-subscribed yet")), 20)
+        # First the relay's word that it subscribed again (the session reads the log for
+        # what was published meanwhile), then the live frame.
+        assert sub.get(timeout=5) == RESYNC
         frame = sub.get(timeout=5)
         assert frame is not None and frame.type == "token", frame
     finally:
@@ -260,6 +263,15 @@ def test_the_relay_ends_the_turn_when_its_last_frame_is_gone_from_the_log(
     # the log holds now is read, and frame 5 is not in it.
     out = follower.catch_up()
     assert [(f.seq, f.type) for f in out] == [(6, "error")]
+
+
+def test_after_the_relays_resync_the_follower_reads_what_it_missed(
+        client: redis.Redis) -> None:
+    turn, log = _turn(client, 2)
+    follower = _follower(client, turn)
+    follower.catch_up()
+    log.append({"type": "token", "turn": turn, "text": "w2 "})  # published to nobody
+    assert [f.seq for f in follower.accept(RESYNC)] == [3]
 
 
 def test_an_identical_duplicate_is_still_dropped_quietly(client: redis.Redis) -> None:

@@ -63,6 +63,8 @@ class TurnFollower:
         """Frames to send now, given a live frame (older ones are dropped, gaps filled)."""
         if self.done:
             return []
+        if frame.seq < 0:
+            return self.catch_up()  # the relay's RESYNC: it subscribed again after a reconnect
         if frame.seq <= self.last:
             # A duplicate, or, when its text differs, a log that lost frames and renumbered.
             return self._lost() if self._differs(frame) else []

@@ -23,6 +23,9 @@ from shared.frames import Frame, head
 
 log = logging.getLogger(__name__)
 CONTROL_PREFIX = keys.PREFIX + "relay:"
+# Handed to a subscription when its channel is subscribed again after a reconnect (e.g. to a
+# promoted replica): frames published meanwhile reached nobody, read them from the log now.
+RESYNC = Frame(-1, "resync", "")
 
 
 @dataclass
@@ -136,6 +139,8 @@ class Relay:
             subs = list(self._subs.get(channel or "", ()))
         if kind == "subscribe":
             for sub in subs:
+                if sub.confirmed.is_set():
+                    sub.deliver(RESYNC)
                 sub.confirmed.set()
         elif kind == "message":
             data = message.get("data")
