@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,9 @@ from web.relay import Relay, Subscription
 
 log = logging.getLogger(__name__)
 INTERRUPTED = "The answer was interrupted. Please ask again."
+# How many of the newest frames sent a follower can compare with the log (a hash each):
+# replication lag is a few frames, not hundreds.
+SENT_KEPT = 256
 WATCH_S = 2.0  # silence before the watchdog looks, and between its looks
 
 
@@ -51,8 +55,9 @@ class TurnFollower:
     done: bool = False
     log: FrameLog = field(init=False)
     redis_down_since: float | None = None
-    # seq -> hash of the text of each logged frame sent to this client.
-    _sent: dict[int, int] = field(init=False, default_factory=dict)
+    # Hashes of the texts of the newest logged frames sent to this client, the last one's
+    # last (their seqs run up to self.last without a break).
+    _sent: deque[int] = field(init=False, default_factory=lambda: deque(maxlen=SENT_KEPT))
     # When a frame last arrived, or the watchdog last looked (monotonic seconds).
     _heard: float = field(init=False, default_factory=time.monotonic)
 
@@ -81,8 +86,10 @@ class TurnFollower:
         return max(self.last - 1, -1)
 
     def _differs(self, frame: Frame) -> bool:
-        sent = self._sent.get(frame.seq)
-        return sent is not None and sent != hash(frame.text)
+        back = self.last - frame.seq
+        if not 0 <= back < len(self._sent):
+            return False  # older than what is kept (a replica never lags that far): a copy
+        return self._sent[-1 - back] != hash(frame.text)
 
     def _take_logged(self, batch: list[Frame]) -> list[Frame]:
         """Take frames read from the log from the last one sent on: that one must be there."""
@@ -111,7 +118,7 @@ class TurnFollower:
                 continue
             out.append(f)
             self.last = f.seq
-            self._sent[f.seq] = hash(f.text)
+            self._sent.append(hash(f.text))
             if f.type == "restart":
                 self.attempt = int(f.fields().get("attempt", self.attempt))
             if f.terminal:
