@@ -3,9 +3,9 @@ redis-sentinel), for the tests and the fault round that kill the primary mid-tur
 
 The Sentinels watch the primary as `mymaster` with a quorum of 2 and call it down after
 DOWN_AFTER_MS without an answer, so a failover takes about two seconds. kill_primary()
-SIGKILLs whichever server is the primary now, waits until the Sentinels name the other one,
-and starts the killed one again as a replica of the new primary, so the next round can fail
-over once more.
+SIGKILLs whichever server is the primary now; recover() waits until the Sentinels name the
+other one, starts the killed one again as a replica of the new primary, and waits until the
+Sentinels may fail over again, so the next round can fail over once more.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from tests.conftest import VAR, port
 
 SERVICE = "mymaster"
 DOWN_AFTER_MS = 1000
+# A Sentinel that voted in a failover starts none of its own for twice this: failovers in a
+# row closer than that can find no leader (-failover-abort-not-elected) and take 10 to 30 s.
+FAILOVER_TIMEOUT_MS = 5000
 # Two servers (each primary and replica in turn) and three Sentinels.
 SERVER_PORTS = (port(7391), port(7392))
 SENTINEL_PORTS = (port(7393), port(7394), port(7395))
@@ -53,6 +56,7 @@ class SentinelSet:
     data: Path
     servers: dict[int, stack.Proc] = field(default_factory=dict)
     sentinels: list[stack.Proc] = field(default_factory=list)
+    killed_at: float = 0.0  # when kill_primary last killed one (monotonic seconds)
 
     def url(self, db: int = 0) -> str:
         """ASSISTANT_REDIS_URL for this set."""
@@ -116,11 +120,13 @@ class SentinelSet:
             redis.Redis(port=replica, socket_timeout=2).replicaof("127.0.0.1", str(port(7399)))
             time.sleep(behind_s)
         self.servers[primary].popen.send_signal(signal.SIGKILL)
+        self.killed_at = time.monotonic()
         return primary
 
-    def recover(self, killed: int, timeout_s: float = 30) -> int:
+    def recover(self, killed: int, timeout_s: float = 60) -> int:
         """Wait for the Sentinels to promote the replica, start the killed server again as
-        its replica and wait until it is in sync; the new primary's port."""
+        its replica and wait until it is in sync, and until the Sentinels may fail over
+        again (FAILOVER_TIMEOUT_MS); the new primary's port."""
         proc = self.servers.pop(killed)
         self.sup.stop(proc, timeout_s=1)
         stack.wait_until(lambda: self.primary_port() not in (None, killed), timeout_s,
@@ -129,6 +135,8 @@ class SentinelSet:
         assert primary is not None
         self.start_server(killed, replica_of=primary)
         stack.wait_until(lambda: self.replica_ready(primary), timeout_s, "the replica's sync")
+        time.sleep(max(0.0, self.killed_at + 2 * FAILOVER_TIMEOUT_MS / 1000 + 1
+                       - time.monotonic()))
         return primary
 
 
@@ -148,9 +156,8 @@ def start_sentinel_set(sup: stack.Supervisor) -> SentinelSet:
             "bind 127.0.0.1", f"port {p}", "daemonize no", f"dir {data}",
             f"sentinel monitor {SERVICE} 127.0.0.1 {primary} 2",
             f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}",
-            # A failover that stalls is retried after twice this: short, so rounds follow
-            # one another.
-            f"sentinel failover-timeout {SERVICE} 5000",
+            # Short, so that failovers can follow one another every ten seconds or so.
+            f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}",
             f"sentinel parallel-syncs {SERVICE} 1", ""]))
         proc = sup.start(f"sentinel-{p}", [sentinel_binary(), str(conf)])
         stack.wait_until(lambda p=p: _answers(p), 20, f"sentinel {p}", proc)
