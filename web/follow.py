@@ -6,9 +6,9 @@ died (its lease expired) is re-run once, and otherwise ended with an error frame
 
 Replication to a Redis replica is asynchronous: after a Sentinel failover the log may lack its
 newest frames, ones this client was already sent, and the worker's next frames would reuse
-their seqs. So the follower remembers a hash of every frame it sent, reads the log from its
-last frame on (inclusive), and ends the turn with an error frame when that frame is gone or a
-frame with a seq it sent differs: never a hole in the text (docs/operations.md).
+their seqs. So the follower remembers a hash of the newest frames it sent, reads the log from
+its last frame on (inclusive), and ends the turn with an error frame when that frame is gone
+or a frame with a seq it sent differs: never a hole in the text (docs/operations.md).
 """
 
 from __future__ import annotations
