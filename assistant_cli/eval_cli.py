@@ -95,6 +95,25 @@ def passage_lookup(dsn: str) -> Callable[[str, str], str | None]:
     return lookup
 
 
+def section_texts(dsn: str) -> Callable[[str, str], list[str]]:
+    """Every chunk's text of a section by (source, section); empty when not reachable."""
+    import psycopg
+
+    from shared import corpus_store
+    from shared.errors import AssistantError
+
+    def texts(source: str, section: str) -> list[str]:
+        try:
+            with corpus_store.connect(dsn, autocommit=True) as conn:
+                rows = conn.execute(
+                    f"SELECT text FROM {corpus_store.LIVE_TABLE} WHERE source = %s AND "
+                    "section = %s ORDER BY id", (source, section)).fetchall()
+        except (AssistantError, psycopg.Error):
+            return []
+        return [str(r[0]) for r in rows]
+    return texts
+
+
 def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
     """Run every question through the real path, judge blind, compare, report."""
     from worker.eval_answers import harness
@@ -135,7 +154,8 @@ def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
             command="become-assistant " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
             hosted=harness.Hosted(args.price_in, args.price_out, args.hosted_tokens_per_s,
                                   args.hosted_first_token_s),
-            lookup=passage_lookup(args.dsn or settings.corpus_read_dsn))
+            lookup=passage_lookup(args.dsn or settings.corpus_read_dsn),
+            texts=section_texts(args.dsn or settings.corpus_read_dsn))
     if not result["complete"]:
         print(f"stopped with {result['missing']} answers still to collect; run the same "
               "command again to resume", file=sys.stderr)
@@ -146,6 +166,12 @@ def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
               f"unsupported claims {o['unsupported_claims']}, number flags "
               f"{o['number_flags']}, invalid citations {o['invalid_citations']}, prompt "
               f"echoes {o['prompt_echo']}, language match {o['language_match']} (n={o['n']})")
+        for lang, m in sorted(s["metrics"]["by_language"].items()):
+            print(f"  {lang}: first quote from the expected section "
+                  f"{_share(m, 'first_quote_expected')}, I don't know on answerable "
+                  f"{_share(m, 'dont_know_answerable')} / unanswerable "
+                  f"{_share(m, 'dont_know')}, prompt echoes {_share(m, 'prompt_echo')}, "
+                  f"quotes verbatim {_share(m, 'quotes_verbatim')}")
         for w in s.get("warnings") or ():
             print(f"  warning: {w}")
         if s.get("acceptance"):
@@ -156,6 +182,12 @@ def cmd_eval_answers(args: argparse.Namespace, app_token: TokenFn) -> int:
               f"{c['ci95'][1]:+.3f}] -> {c['verdict']}")
     print(f"report: {result['report']}")
     return 0
+
+
+def _share(metrics: dict[str, Any], name: str) -> str:
+    """A metric as "0.85 (n=20)", or "-" where it applies to no question."""
+    value = metrics.get(name)
+    return "-" if value is None else f"{value:.2f} (n={metrics.get(name + '_n')})"
 
 
 def cmd_eval_seal(args: argparse.Namespace) -> int:

@@ -17,11 +17,13 @@ import pytest
 from assistant_cli.cli import main
 from assistant_cli.client import http_json
 from assistant_cli.eval_cli import passage_lookup
+from shared import corpus_store
 from shared.auth import mint_access_token
 from tests.conftest import REPO, Stack, redis_url, set_script, stack_env, wait_for
 from worker.eval_answers import harness, judge, seal, stats
 from worker.eval_answers.grade import grade
-from worker.eval_answers.questions import AnswerQuestion
+from worker.eval_answers.questions import AnswerQuestion, load_answer_questions
+from worker.pipeline.structured import fold
 
 QUESTIONS = [
     {"id": "q1", "language": "en", "category": "method", "answerable": True,
@@ -151,6 +153,61 @@ def test_grading_in_code_of_known_records() -> None:
         "citations": {"valid": True, "cited": [1]}, "numbers": {"valid": True}}})
     assert g2["expected_numbers"] == 1.0 and g2["language_match"] == 1.0
     assert g2["citations_used"] == 1.0 and g2["dont_know"] is None
+
+
+def test_quotes_form_metrics_first_quote_dont_know_and_verbatim() -> None:
+    targets = (("docs/m.md", "# M > ## Step 4"), ("faq.json", "results.maxError"))
+    q = AnswerQuestion("a", "en", "What is the max error?", "method", True, (), (), "", targets)
+    quote = {"n": 1, "text": "Delta max is half the distance.", "found": True,
+             "source": "docs/m.md", "section": "# M > ## Step 4 > #### Example"}
+    rec = {"outcome": "done", "answer": "Here: “Delta max is half the distance.” [1]",
+           "checks": {"citations": {"valid": True, "cited": [1]}, "numbers": {"valid": True}},
+           "structured": {"outcome": "answer", "quotes": [quote]},
+           "sources": [{"n": 1, "source": "docs/m.md", "section": quote["section"]}]}
+    # The first quote's section lies inside the expected one.
+    assert grade(q, rec)["first_quote_expected"] == 1.0
+    assert grade(q, rec)["dont_know_answerable"] == 0.0
+    # From an `also_in` target (a JSON key path inside it) it counts too.
+    other = {**quote, "source": "faq.json", "section": "results.maxError.answer"}
+    assert grade(q, {**rec, "structured": {"quotes": [other]}})["first_quote_expected"] == 1.0
+    wrong = {**quote, "source": "docs/m.md", "section": "# M > ## Step 3"}
+    assert grade(q, {**rec, "structured": {"quotes": [wrong, quote]}})[
+        "first_quote_expected"] == 0.0, "the first quote decides, not any"
+    # "I don't know" on an answerable question: counted, and no first quote.
+    idk = {**rec, "answer": "I don't know: the documentation I can search does not answer "
+                            "this.", "structured": {"outcome": "dont_know", "quotes": []}}
+    g = grade(q, idk)
+    assert g["dont_know_answerable"] == 1.0 and g["first_quote_expected"] == 0.0
+    # Prose: the passage its first citation names.
+    prose = {**rec, "structured": None, "answer": "It is half the distance [2], see [1].",
+             "sources": [{"n": 1, "source": "docs/m.md", "section": "# M > ## Step 4"},
+                         {"n": 2, "source": "x.md", "section": "# X"}]}
+    assert grade(q, prose)["first_quote_expected"] == 0.0
+    assert grade(q, {**prose, "answer": "Half the distance [1]."})["first_quote_expected"] == 1.0
+    # An unanswerable question has no first-quote score; a question without targets neither.
+    u = AnswerQuestion("u", "en", "Weather?", "offtopic", False, (), (), "")
+    assert grade(u, idk)["first_quote_expected"] is None and grade(u, idk)["dont_know"] == 1.0
+    assert grade(u, idk)["dont_know_answerable"] is None
+    # Verbatim: checked against every chunk of the quote's section in the index.
+    chunks = {("docs/m.md", quote["section"]): ["Step one.", "So  Delta max IS half the\n"
+                                                "distance. More."]}
+    found = harness.with_quotes_found(rec, lambda s, sec: chunks.get((s, sec), []))
+    assert found["quotes_found"] == {"quotes": 1, "found": 1}
+    assert grade(q, found)["quotes_verbatim"] == 1.0
+    moved = harness.with_quotes_found(rec, lambda s, sec: ["Delta max is a third."])
+    assert grade(q, moved)["quotes_verbatim"] == 0.0
+    assert grade(q, prose)["quotes_verbatim"] is None, "prose has no quotes to check"
+    assert harness.with_quotes_found(prose, lambda s, sec: []) == prose
+
+
+def test_question_targets_are_read_from_the_retrieval_fields(tmp_path: Path) -> None:
+    path = write_questions(tmp_path / "t.jsonl", [
+        {"id": "a", "language": "cs", "question": "Co?", "expected_source": "a.md",
+         "expected_location": "# A", "also_in": [{"source": "b.json", "location": "k.*"}]},
+        {"id": "b", "language": "en", "question": "Weather?", "answerable": False,
+         "expected_source": None}])
+    a, b = load_answer_questions(path)
+    assert a.targets == (("a.md", "# A"), ("b.json", "k.*")) and b.targets == ()
 
 
 def test_usage_is_estimated_from_the_rebuilt_prompt_when_the_server_reports_none() -> None:
@@ -361,3 +418,65 @@ def test_a_killed_run_resumes_without_repeating_questions(
     assert main(argv) == 0
     assert requests_of(scripted_llm, "scripted") == []
     assert requests_of(scripted_llm, "scripted-judge") == []
+
+
+QUOTES_QUESTIONS = [
+    {"id": "s-en", "language": "en", "category": "assistant", "answerable": True,
+     "question": "How does the search work?", "expected_facts": [],
+     "expected_source": "docs/how-it-works.md",
+     "expected_location": "# How the BeCoMe assistant works > ## How the search works"},
+    {"id": "s-cs", "language": "cs", "category": "assistant", "answerable": True,
+     "question": "Jak funguje vyhledávání?", "expected_facts": [],
+     "expected_source": "docs/how-it-works.md",
+     "expected_location": "# How the BeCoMe assistant works > ## How the search works"},
+    {"id": "u-en", "language": "en", "category": "offtopic", "answerable": False,
+     "question": "What is the capital of France?", "expected_facts": []},
+]
+
+
+def test_quotes_form_is_evaluated_per_language_through_the_real_path(
+        scripted_stack: Stack, tmp_path: Path, eval_token: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A quotes-form stack started by the harness: first quote from the expected section,
+    "I don't know" on answerable and unanswerable, prompt echoes and verbatim quotes, per
+    language, each equal to what the recorded answers and the index say."""
+    qfile = write_questions(tmp_path / "q.jsonl", QUOTES_QUESTIONS)
+    described = {k: v for k, v in scripted_stack.env.items()
+                 if k.startswith("ASSISTANT_") and "SECRET" not in k}
+    setup = write_setup(tmp_path / "quotes.toml", "quotes", env={
+        **described, "ASSISTANT_REDIS_URL": redis_url(9), "ASSISTANT_ANSWER_FORM": "quotes"})
+    out = tmp_path / "run"
+    code = main(["eval", "answers", "--questions", str(qfile), "--setup", str(setup),
+                 "--no-judge", "--out", str(out), "--ledger", str(tmp_path / "seals.jsonl"),
+                 "--var", str(tmp_path / "var")])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    by_lang = result["setups"]["A"]["metrics"]["by_language"]
+    records = {r["id"]: r for r in map(json.loads, (out / "answers-A.jsonl").read_text(
+        encoding="utf-8").splitlines())}
+    assert all(r["outcome"] == "done" and r["structured"] for r in records.values())
+    def in_index(quote: dict[str, Any]) -> bool:
+        with corpus_store.connect(scripted_stack.settings.corpus_read_dsn) as conn:
+            rows = conn.execute(f"SELECT text FROM {corpus_store.LIVE_TABLE} WHERE source = %s "
+                                "AND section = %s", (quote["source"], quote["section"]))
+            return any(fold(quote["text"]) in fold(r[0]) for r in rows.fetchall())
+
+    for lang, qid in (("en", "s-en"), ("cs", "s-cs")):
+        quotes = records[qid]["structured"]["quotes"]
+        first = quotes[0]["section"] if quotes else None
+        assert by_lang[lang]["first_quote_expected"] == (
+            1.0 if first and first.startswith(QUOTES_QUESTIONS[0]["expected_location"]) else 0.0)
+        assert by_lang[lang]["dont_know_answerable"] == (
+            1.0 if records[qid]["structured"]["outcome"] == "dont_know" else 0.0)
+        # Every quote is in the index's text of its section (looked up here independently).
+        assert all(in_index(quote) for quote in quotes)
+        if quotes:
+            assert by_lang[lang]["quotes_verbatim"] == 1.0
+    assert by_lang["en"]["dont_know"] == (
+        1.0 if records["u-en"]["structured"]["outcome"] == "dont_know" else 0.0)
+    assert by_lang["en"]["dont_know_n"] == 1 and by_lang["en"]["first_quote_expected_n"] == 1
+    assert by_lang["en"]["prompt_echo"] == 0.0 and by_lang["cs"]["prompt_echo"] == 0.0
+    assert result["setups"]["A"]["provenance"]["answer_form"] == "quotes"
+    assert "en: first quote from the expected section" in printed.out
+    assert "cs: first quote from the expected section" in printed.out

@@ -8,8 +8,10 @@ from typing import Any
 
 from shared.checks import GRADED
 from shared.language import detect_language
+from shared.passage import Passage
 from worker.eval_answers.questions import AnswerQuestion
-from worker.pipeline.markers import strip_markers
+from worker.evaluation import location_matches
+from worker.pipeline.markers import read_citations, strip_markers
 from worker.pipeline.numbers import extract_numbers
 
 # "I don't know" outcomes in prose, English and Czech; the structured form says it in a field.
@@ -44,6 +46,41 @@ def expected_numbers_share(answer: str, expected: tuple[float, ...]) -> float | 
     return sum(1 for e in expected if any(_close(e, v) for v in found)) / len(expected)
 
 
+def first_source(record: dict[str, Any]) -> tuple[str, str] | None:
+    """(source, section) the answer leans on first: its first quote (quotes and structured
+    forms), else the passage its first citation names (prose); None when it has neither."""
+    quotes = (record.get("structured") or {}).get("quotes") or []
+    if quotes and quotes[0].get("source"):
+        return str(quotes[0]["source"]), str(quotes[0].get("section") or "")
+    sources = {s.get("n"): s for s in record.get("sources") or []}
+    for c in read_citations(record.get("answer") or "", len(sources) or None):
+        for n in c.numbers:
+            if n in sources:
+                return str(sources[n].get("source") or ""), str(sources[n].get("section") or "")
+    return None
+
+
+def first_from_expected(q: AnswerQuestion, record: dict[str, Any]) -> float | None:
+    """1.0 when the answer's first quote (or first cited passage) lies in the expected section
+    or an `also_in` one; None for a question without an expected section."""
+    if not q.answerable or not q.targets:
+        return None
+    first = first_source(record)
+    if first is None:
+        return 0.0
+    p = Passage("", first[0], "", first[1], "", "", "", False)
+    return 1.0 if any(location_matches(p, s, loc) for s, loc in q.targets) else 0.0
+
+
+def quotes_verbatim(record: dict[str, Any]) -> float | None:
+    """1.0 when every quote was found word for word in its passage by the harness
+    (`quotes_found`, set from the index's text); None when the answer has no quotes."""
+    check = record.get("quotes_found")
+    if not isinstance(check, dict) or not check.get("quotes"):
+        return None
+    return 1.0 if check.get("found") == check.get("quotes") else 0.0
+
+
 def _flag(checks: dict[str, Any], name: str, absent: float | None) -> float | None:
     """1.0 when the check failed (or could not run), 0.0 when it passed, `absent` when the
     record lacks it (made before the check existed)."""
@@ -57,7 +94,9 @@ def grade(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, float | None]:
         return {"error": 1.0, "language_match": 0.0, "citations_used": 0.0,
                 **{c.metric: None for c in GRADED if c.metric}, "expected_numbers": None,
                 "dont_know": 0.0 if not q.answerable else None,
-                "invented_figures": None}
+                "invented_figures": None,
+                "first_quote_expected": 0.0 if q.answerable and q.targets else None,
+                "dont_know_answerable": None, "quotes_verbatim": None}
     answer = record.get("answer") or ""
     checks = record.get("checks") or {}
     citations = checks.get("citations") or {}
@@ -71,6 +110,11 @@ def grade(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, float | None]:
         "expected_numbers": expected_numbers_share(answer, q.expected_numbers),
         "dont_know": None,
         "invented_figures": None,
+        "first_quote_expected": first_from_expected(q, record),
+        # "I don't know" where the documentation does answer: a missed answer.
+        "dont_know_answerable": 1.0 if q.answerable and says_dont_know(record) else
+        0.0 if q.answerable else None,
+        "quotes_verbatim": quotes_verbatim(record),
     }
     if not q.answerable:
         # Nothing to answer from: the right outcome is "I don't know", with no figures made up.

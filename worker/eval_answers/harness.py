@@ -18,6 +18,7 @@ from worker.eval_answers.questions import (
     load_answer_questions,
 )
 from worker.pipeline.prompt import build_messages
+from worker.pipeline.structured import fold
 from worker.pipeline.types import Retrieval
 
 SEED = 20261130
@@ -43,6 +44,8 @@ class Judges:
 
 # Full text of a passage by (source, section), from the index the setups answer from.
 Lookup = Callable[[str, str], str | None]
+# Every chunk's text of a section by (source, section): a quote may come from any of them.
+Texts = Callable[[str, str], list[str]]
 CHARS_PER_TOKEN = 4.0  # a common rough rule for English; Czech runs a little higher
 
 
@@ -55,6 +58,20 @@ def with_passage_text(record: dict[str, Any], lookup: Lookup | None) -> dict[str
             else None
         sources.append({**s, "text": text or s.get("excerpt", "")})
     return {**record, "sources": sources}
+
+
+def with_quotes_found(record: dict[str, Any], texts: Texts | None) -> dict[str, Any]:
+    """The record with `quotes_found`: how many of its quotes (structured block) are in their
+    section's text in the index word for word, checked here rather than taken from the turn."""
+    quotes = (record.get("structured") or {}).get("quotes") or []
+    if texts is None or not quotes:
+        return record
+    found = 0
+    for q in quotes:
+        needle = fold(str(q.get("text") or ""))
+        found += bool(needle) and any(needle in fold(t) for t in texts(
+            str(q.get("source") or ""), str(q.get("section") or "")))
+    return {**record, "quotes_found": {"quotes": len(quotes), "found": found}}
 
 
 def estimated_usage(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, Any] | None:
@@ -88,8 +105,8 @@ class Hosted:
 def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: Judges,
              ledger: str, rule: str | None = None, max_new: int | None = None,
              progress: run.Progress | None = None, command: str = "",
-             hosted: Hosted | None = None, seed: int = SEED, lookup: Lookup | None = None
-             ) -> dict[str, Any]:
+             hosted: Hosted | None = None, seed: int = SEED, lookup: Lookup | None = None,
+             texts: Texts | None = None) -> dict[str, Any]:
     """Run (or resume) an evaluation; returns the results (also results.json, report.html)."""
     questions = load_answer_questions(questions_file)
     rule = seal.rule_for_run(questions_file, is_sealed(questions_file, questions), out, ledger,
@@ -115,8 +132,8 @@ def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: 
         return {"complete": False, "missing": missing}
     # The judge reads the passages the answer model read, not the 400-character excerpts.
     qmap = {q.id: q for q in questions}
-    answers = {slot: {qid: with_passage_text(r, lookup) for qid, r in recs.items()}
-               for slot, recs in answers.items()}
+    answers = {slot: {qid: with_quotes_found(with_passage_text(r, lookup), texts)
+                      for qid, r in recs.items()} for slot, recs in answers.items()}
     for by_id in answers.values():
         for qid, r in by_id.items():
             est = estimated_usage(qmap[qid], r)

@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shared.errors import BadRequest
 
@@ -22,6 +23,8 @@ class AnswerQuestion:
     expected_facts: tuple[str, ...]
     expected_numbers: tuple[float, ...]
     question_set: str
+    # (source, location) of the expected section and its `also_in` ones (retrieval's fields).
+    targets: tuple[tuple[str, str], ...] = ()
 
 
 def file_sha256(path: str | Path) -> str:
@@ -35,6 +38,13 @@ def _numbers(raw: object) -> tuple[float, ...]:
     if not isinstance(raw, list):
         raise TypeError("expected_numbers must be a list")
     return tuple(float(x) for x in raw)
+
+
+def _targets(d: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    first = [(str(d["expected_source"]), str(d.get("expected_location") or ""))] \
+        if d.get("expected_source") else []
+    also = [(str(a["source"]), str(a.get("location") or "")) for a in d.get("also_in") or ()]
+    return tuple(first + also)
 
 
 def load_answer_questions(path: str | Path) -> list[AnswerQuestion]:
@@ -55,7 +65,7 @@ def load_answer_questions(path: str | Path) -> list[AnswerQuestion]:
                 answerable=bool(d.get("answerable", True)),
                 expected_facts=tuple(str(f) for f in d.get("expected_facts") or ()),
                 expected_numbers=_numbers(d.get("expected_numbers")),
-                question_set=str(d.get("set") or ""))
+                question_set=str(d.get("set") or ""), targets=_targets(d))
         except (ValueError, KeyError, TypeError) as exc:
             raise BadRequest(f"{path}:{n}: not a valid question ({exc})") from None
         if q.id in seen:

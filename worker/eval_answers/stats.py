@@ -23,6 +23,10 @@ METRICS: dict[str, tuple[bool, str]] = {
     "expected_numbers": (True, "share of expected numbers present"),
     "dont_know": (True, "unanswerable questions answered 'I don't know'"),
     "invented_figures": (False, "unanswerable questions answered with unconfirmed figures"),
+    "first_quote_expected": (True, "answerable questions whose first quote (or first cited "
+                                   "passage) is from the expected section"),
+    "dont_know_answerable": (False, "answerable questions answered 'I don't know'"),
+    "quotes_verbatim": (True, "answers whose every quote is in its passage word for word"),
     "error": (False, "turns that ended in an error"),
     "total_s": (False, "seconds per answer (server)"),
     "first_token_s": (False, "seconds to the first token"),
