@@ -29,8 +29,10 @@ from corpus_jobs.loaders import (
 from corpus_jobs.manifest import Manifest
 from shared import corpus_store
 from shared.config import Settings
+from shared.errors import ModelError
 from shared.models import embed
 from shared.passage import Passage
+from shared.spans import embed_text, passage_spans, text_key
 
 if TYPE_CHECKING:
     from corpus_jobs.captions import Plan
@@ -55,6 +57,8 @@ class BuildReport:
     # the file has an older text of (`changed`); file entries no piece matches (`stale`).
     captions: dict[str, int] = field(default_factory=dict)
     caption_calls: int = 0
+    # Quotable spans newly embedded into the cache (the quotes form reads them; _embed_spans).
+    spans_embedded: int = 0
 
 
 def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str],
@@ -217,6 +221,43 @@ def _caption_hash(lang: str, caption: str) -> str:
     return hashlib.sha256(f"caption\0{lang}\0{caption}".encode()).hexdigest()
 
 
+def _embed_spans(conn: psycopg.Connection, settings: Settings,
+                 passages: list[Passage]) -> int:
+    """Every quotable span's vector in span_vectors, keyed like a passage's cached one (hash
+    of the embedded text, model): the quotes form reads them at question time instead of
+    asking the embeddings role (worker/pipeline/vectors.py). Returns how many were new; a
+    failing embeddings role leaves the rest to question time (the index already serves)."""
+    model_key = f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
+    unique = list({p.id: p for p in passages}.values())
+    texts: dict[str, str] = {}
+    for p, spans in zip(unique, passage_spans(unique, unique), strict=True):
+        for span in spans:
+            text = embed_text(p, span)
+            texts[text_key(text)] = text
+    hashes = list(texts)
+    have = {r[0] for r in conn.execute(
+        "SELECT content_hash FROM span_vectors WHERE model = %s AND content_hash = ANY(%s)",
+        (model_key, hashes)).fetchall()}
+    missing = [h for h in hashes if h not in have]
+    done = 0
+    for start in range(0, len(missing), 32):
+        batch = missing[start:start + 32]
+        try:
+            vectors = embed(settings.embeddings, [texts[h] for h in batch], "passage",
+                            settings.embedding_prefix_mode, timeout_s=EMBED_TIMEOUT_S)
+        except ModelError as exc:
+            log.warning("span vectors: %d of %d embedded, the rest at question time (%s)",
+                        done, len(missing), type(exc).__name__)
+            break
+        with conn.transaction():
+            for h, v in zip(batch, vectors, strict=True):
+                conn.execute("INSERT INTO span_vectors VALUES (%s, %s, %s) "
+                             "ON CONFLICT DO NOTHING", (h, model_key,
+                                                        np.asarray(v, dtype=np.float32)))
+        done += len(batch)
+    return done
+
+
 def _write_staging(conn: psycopg.Connection, settings: Settings, passages: list[Passage],
                    vectors: dict[str, np.ndarray], reader: str) -> None:
     staging = sql.Identifier(corpus_store.STAGING_TABLE)
@@ -307,6 +348,9 @@ def ensure_schema(conn: psycopg.Connection, reader: str) -> None:
         conn.execute(SCHEMA_LOCK)
         conn.execute(corpus_store.SCHEMA_SQL)
         conn.execute(sql.SQL("GRANT SELECT ON indexes TO {}").format(sql.Identifier(reader)))
+        # The worker reads the span vectors (_embed_spans); the passage cache stays private.
+        conn.execute(sql.SQL("GRANT SELECT ON span_vectors TO {}").format(
+            sql.Identifier(reader)))
 
 
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7341)"
@@ -344,13 +388,15 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         version = corpus_hash[:12]
         counts = plan.counts()
         current = conn.execute("SELECT corpus_hash FROM indexes WHERE current").fetchone()
-        if not force and current == (corpus_hash,):
-            return BuildReport(version, True, documents, len(pieces), 0,
-                               time.monotonic() - started, counts, calls)
         from corpus_jobs.captions import caption_key
 
         passages = to_passages(pieces, {caption_key(p): plan.text(caption_key(p), languages)
                                         for p in pieces})
+        if not force and current == (corpus_hash,):
+            # Unchanged, but an index built before span vectors existed gains them here.
+            spans = _embed_spans(conn, settings, passages)
+            return BuildReport(version, True, documents, len(pieces), 0,
+                               time.monotonic() - started, counts, calls, spans)
         vectors, embedded = _embed_missing(conn, settings, passages, progress)
         view_rows = caption_views(pieces, plan, views)
         view_embedded = _write_caption_views(conn, settings, view_rows, reader)
@@ -370,9 +416,12 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             "documents": documents, "passages": len({p.id for p in passages}),
             "embedded": embedded, "seconds": seconds,
         })
-    log.info("index %s: captions %s, %d caption calls, %d caption views (%d embedded)",
-             version, counts, calls, len(view_rows), view_embedded)
-    return BuildReport(version, False, documents, len(passages), embedded, seconds, counts, calls)
+        # After the swap: the index serves while its spans are embedded.
+        spans = _embed_spans(conn, settings, passages)
+    log.info("index %s: captions %s, %d caption calls, %d caption views (%d embedded), "
+             "%d span vectors", version, counts, calls, len(view_rows), view_embedded, spans)
+    return BuildReport(version, False, documents, len(passages), embedded, seconds, counts,
+                       calls, spans)
 
 
 def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,

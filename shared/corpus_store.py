@@ -43,7 +43,15 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
     embedding    vector NOT NULL,
     PRIMARY KEY (content_hash, model)
 );
+CREATE TABLE IF NOT EXISTS span_vectors (
+    content_hash text NOT NULL,
+    model        text NOT NULL,
+    embedding    vector NOT NULL,
+    PRIMARY KEY (content_hash, model)
+);
 """
+# span_vectors: the quotes form's quotable spans embedded once by the build (keyed by the hash
+# of the embedded text and the model, like embedding_cache), readable by the worker's reader.
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,17 @@
 """A passage cut into quotable spans: sentences, list items, table rows, formula lines and
-interface strings, each a verbatim slice of the passage text (the quotes answer form)."""
+interface strings, each a verbatim slice of the passage text (the quotes answer form).
+
+Shared: the index build embeds every span once (corpus_jobs/build.py), the quotes form ranks
+them at question time with those stored vectors (worker/pipeline/quotes.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from shared.passage import Passage
 
 MAX_SPAN_CHARS = 300
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -216,3 +223,40 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
             or (spans[-1].kind == "row" and not tail.endswith("|"))):
         spans.pop()
     return [s for s in spans if _quotable(s.text_of(text))]
+
+
+def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[list[Span]]:
+    """Each passage's spans, an overlap fragment from the previous piece of its section (a
+    sibling in `pool`, the index's passages) left out."""
+    wanted = {(p.source, p.section) for p in passages}
+    siblings: dict[tuple[str, str], list[str]] = {}
+    for p in pool:
+        if (p.source, p.section) in wanted:
+            siblings.setdefault((p.source, p.section), []).append(p.text)
+    out = []
+    for p in passages:
+        pieces = siblings.get((p.source, p.section), [])
+        out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces)))
+    return out
+
+
+def leaf(section: str) -> str:
+    """The last heading of a heading path (or key of a key path), without its # marks."""
+    return section.split(" > ")[-1].lstrip("#").strip()
+
+
+def span_context(passage: Passage, span: Span) -> str:
+    """What a span means besides its words: its heading, and the label above it."""
+    heading = leaf(passage.section)
+    return f"{heading}, {span.label}" if span.label else heading
+
+
+def embed_text(passage: Passage, span: Span) -> str:
+    """What is embedded for a span: its heading first ("Step 4: the maximum error: Δmax =
+    ..." is what a formula line means), then its own characters."""
+    return f"{span_context(passage, span)}: {span.text_of(passage.text)}"
+
+
+def text_key(text: str) -> str:
+    """The embedding cache's key of a text (as a passage's content_hash is of its index text)."""
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -79,6 +79,34 @@ def test_reader_role_can_read_but_not_write(build_env: tuple[Settings, Path]) ->
                 conn.execute(statement)
 
 
+def test_every_span_is_embedded_once_by_the_build_and_the_reader_can_read_them(
+        build_env: tuple[Settings, Path]) -> None:
+    """The quotes form's spans get their vectors at build time (a turn embeds only its
+    question); readable, not writable, by the worker's reader; none embedded twice."""
+    from shared.spans import embed_text, passage_spans, text_key
+
+    s, root = build_env
+    (root / "docs" / "b.md").write_text(
+        "# Beta\n\nBeta explains the best compromise. It is the midpoint of two.\n\n"
+        "- The mean counts every opinion.\n- The median ignores the extremes.\n")
+    first = build_index(s, load_manifest(root / "m.toml"))
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        passages = corpus_store.all_passages(conn)
+        keys = {text_key(embed_text(p, span)) for p, spans in
+                zip(passages, passage_spans(passages, passages), strict=True) for span in spans}
+        stored = {r[0] for r in conn.execute("SELECT content_hash FROM span_vectors")}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("DELETE FROM span_vectors")
+    assert len(keys) >= 4 and keys == stored and first.spans_embedded == len(keys)
+    again = build_index(s, load_manifest(root / "m.toml"))
+    assert again.no_op and again.spans_embedded == 0, "nothing embedded twice"
+    # An index built before span vectors existed gains them on its next (no-op) build.
+    with psycopg.connect(s.corpus_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM span_vectors")
+    later = build_index(s, load_manifest(root / "m.toml"))
+    assert later.no_op and later.spans_embedded == len(keys)
+
+
 def test_dense_search_finds_the_matching_passage(build_env: tuple[Settings, Path]) -> None:
     from shared.models import embed
 

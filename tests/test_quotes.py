@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 from shared.config import settings_from_env
 from shared.passage import Passage
+from shared.spans import MAX_SPAN_CHARS, continued, overlap_prefix, split_spans
 from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
 from worker.pipeline.quotes import Weights, choose, coverage, rank_spans
-from worker.pipeline.spans import MAX_SPAN_CHARS, continued, overlap_prefix, split_spans
 from worker.pipeline.structured import fold
 from worker.pipeline.turn import run_checks
 from worker.pipeline.types import Retrieval

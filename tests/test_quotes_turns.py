@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+import pytest
 
 from assistant_cli.client import ask, http_json
 from demo_app.seed import DEMO_USERS, OFFICE_MOVE
-from shared.config import settings_from_env
+from shared import corpus_store
+from shared.config import Settings, settings_from_env
+from shared.errors import AssistantError
 from shared.figures import format_number
 from tests.conftest import Stack
 from tests.wsutil import app_token
+from worker.pipeline.quote_turn import QUOTE_PASSAGES, write_quotes
+from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.structured import fold
 
 ALICE = DEMO_USERS["alice@example.com"]
@@ -98,3 +105,30 @@ def test_a_project_question_states_the_apps_own_result(quotes_stack: Stack) -> N
     assert " / ".join(format_number(bc[k]) for k in ("lower", "peak", "upper")) in first
     assert format_number(result["max_error"]) in project["lines"][1]
     assert done["checks"]["numbers"]["valid"], done["checks"]
+
+
+def test_a_turn_embeds_only_its_question_when_the_build_stored_the_spans(
+        services: object, settings: Settings) -> None:
+    """The span vectors come from the index (the build embedded them): with the question's
+    vector known, the quotes step needs no embeddings role at all. Without stored vectors
+    (another model key) the same step asks the role, which here is a dead port."""
+    from worker.pipeline import vectors
+
+    question = "How does the search work?"
+    dead = dataclasses.replace(settings, embeddings=dataclasses.replace(
+        settings.embeddings, base_url="http://127.0.0.1:9/v1"))
+    with corpus_store.connect(settings.corpus_read_dsn, autocommit=True) as conn:
+        config = dataclasses.replace(RetrievalConfig.from_settings(settings),
+                                     top_k=QUOTE_PASSAGES)
+        # The search asks for the question's vector; the quotes step reuses it.
+        retrieval = retrieve(conn, settings, question, original=question, config=config,
+                             language="en")
+        for key in [k for k in vectors._cache if k[1] == "passage"]:
+            del vectors._cache[key]
+        said = write_quotes(conn, dead, [question], retrieval, "en", None, question)
+        assert said.answer.outcome == "answer" and said.answer.quotes
+        for key in [k for k in vectors._cache if k[1] == "passage"]:
+            del vectors._cache[key]
+        unstored = dataclasses.replace(dead, embedding_prefix_mode="text")
+        with pytest.raises(AssistantError):
+            write_quotes(conn, unstored, [question], retrieval, "en", None, question)

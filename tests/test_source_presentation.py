@@ -12,10 +12,10 @@ import pytest
 
 from corpus_jobs.loaders import load_json, load_markdown
 from shared.passage import Passage
+from shared.spans import Span
 from worker.pipeline import source_links
 from worker.pipeline.quote_answer import compose
 from worker.pipeline.quotes import Candidate
-from worker.pipeline.spans import Span
 from worker.pipeline.turn import sources_of
 from worker.pipeline.types import Retrieval
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.passage import Passage
+from shared.spans import Span, leaf
+from shared.spans import passage_spans as spans_of
 from worker.pipeline.bm25 import LexicalIndex
 from worker.pipeline.quotes import Candidate
 from worker.pipeline.source_links import is_locale, locale_heading, locale_title, one_per_section
-from worker.pipeline.spans import Span, continued, overlap_prefix, split_spans
 
 WORDING: dict[str, dict[str, str]] = {
     "en": {
@@ -45,21 +46,7 @@ def wording(lang: str) -> dict[str, str]:
 
 def passage_spans(passages: Sequence[Passage], lexical: LexicalIndex) -> list[list[Span]]:
     """Each passage's spans, an overlap fragment from the previous piece left out."""
-    siblings: dict[tuple[str, str], list[str]] = {}
-    wanted = {(p.source, p.section) for p in passages}
-    for p in lexical.passages:
-        if (p.source, p.section) in wanted:
-            siblings.setdefault((p.source, p.section), []).append(p.text)
-    out = []
-    for p in passages:
-        pieces = siblings.get((p.source, p.section), [])
-        out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces)))
-    return out
-
-
-def leaf(section: str) -> str:
-    """A heading path's last heading (or a key path's last key), without # marks."""
-    return section.split(" > ")[-1].lstrip("#").strip()
+    return spans_of(passages, lexical.passages)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.project_summary import summary_lines
 from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans, wording
-from worker.pipeline.quotes import COVERED, choose, coverage, rank_spans
+from worker.pipeline.quotes import COVERED, WEIGHTS, choose, coverage, rank_spans
 from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.structured import fold
 from worker.pipeline.types import Retrieval
@@ -47,9 +47,10 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     passages = list(retrieval.passages)
     spans = passage_spans(passages, lexical)
     ranked = rank_spans(questions, passages, spans,
-                        lambda texts, kind: cached_vectors(settings, texts, kind), idf,
+                        lambda texts, kind: cached_vectors(settings, texts, kind, conn), idf,
                         english=lang != "cs")
-    covered = coverage(questions, passages[:COVERED], idf, max(idf_table.values(), default=1))
+    covered = coverage(questions, passages[:COVERED], idf, max(idf_table.values(), default=1),
+                       "max" if lang != "cs" else WEIGHTS.coverage_mix_other)
     chosen = choose(ranked, passages, spans, covered, english=lang != "cs")
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []

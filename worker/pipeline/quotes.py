@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shared.passage import Passage
+from shared.spans import Span, embed_text, span_context
 from worker.pipeline.bm25 import tokenize
-from worker.pipeline.spans import Span
+from worker.pipeline.weak import is_weak
 
 # Vectors of texts as "query" or "passage" (the embeddings role, batched by the caller).
 Vectors = Callable[[Sequence[str], str], list[list[float]]]
@@ -45,6 +46,23 @@ class Weights:
     # Further quotes: within this much of the best score.
     margin: float = 0.04
     max_quotes: int = 3
+    # Variants measured against the above (bench/quotes_eval.py --variants; docs/benchmarks.md,
+    # "Quotes answer form"): a prior from retrieval's fused score (a share of the best possible,
+    # fusion.fuse) on top of the rank's; how a Czech question's vectors (its own and its
+    # translation's) are combined ("max" or "mean"); a bonus from the best neighbouring span of
+    # the same block; the page title's word overlap; and no quote from a weak match (weak.py).
+    fused: float = 0.0
+    fused_other: float = 0.0
+    dense_mix_other: str = "max"
+    neighbour: float = 0.0
+    title: float = 0.0
+    skip_weak: bool = False
+    # The decision may also read retrieval's confidence: this much times the best fused
+    # score among the passages coverage reads.
+    confidence: float = 0.0
+    confidence_other: float = 0.0
+    # How coverage combines a Czech question's own words and its translation's (coverage).
+    coverage_mix_other: str = "max"
 
 
 WEIGHTS = Weights()
@@ -61,17 +79,6 @@ class Candidate:
     dense: float
     lexical: float
     match: float  # the score without retrieval's order: how well the span itself fits
-
-
-def _leaf(section: str) -> str:
-    """The last heading of a heading path, without its # marks."""
-    return section.split(" > ")[-1].lstrip("#").strip()
-
-
-def _context(passage: Passage, span: Span) -> str:
-    """What a span means besides its words: its heading, and the label above it."""
-    leaf = _leaf(passage.section)
-    return f"{leaf}, {span.label}" if span.label else leaf
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -106,25 +113,46 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     """Every span scored against the question(s), best first; `english`: the question was
     asked in English (see Weights.rank)."""
     prior = weights.rank if english else weights.rank_other
-    flat = [(n, s) for n, per in enumerate(spans) for s in per]
+    fused = weights.fused if english else weights.fused_other
+    language = "en" if english else "cs"
+    flat = [(n, s) for n, per in enumerate(spans) for s in per
+            if not (weights.skip_weak and is_weak(passages[n].score, language))]
     if not flat:
         return []
     texts = [s.text_of(passages[n].text) for n, s in flat]
-    # A span is embedded with its heading: "Step 4: the maximum error: Δmax = ..." is what
-    # a formula line means.
-    span_vectors = vectors([f"{_context(passages[n], s)}: {t}" for (n, s), t
-                            in zip(flat, texts, strict=True)], "passage")
+    # Embedded with its heading (embed_text); the index build stored these vectors.
+    span_vectors = vectors([embed_text(passages[n], s) for n, s in flat], "passage")
     query_vectors = vectors(list(questions), "query")
     terms = query_terms(questions, idf)
+    mean = not english and weights.dense_mix_other == "mean"
     out = []
     for (n, span), text, vec in zip(flat, texts, span_vectors, strict=True):
-        dense = max(_cosine(q, vec) for q in query_vectors)
+        sims = [_cosine(q, vec) for q in query_vectors]
+        dense = sum(sims) / len(sims) if mean else max(sims)
         lexical = _overlap(terms, text)
-        heading = _overlap(terms, _context(passages[n], span))
+        heading = _overlap(terms, span_context(passages[n], span))
         match = weights.dense * dense + weights.lexical * lexical + weights.heading * heading
-        out.append(Candidate(n, span, " ".join(text.split()), match + prior / (n + 1), dense,
+        if weights.title:
+            match += weights.title * _overlap(terms, passages[n].title)
+        out.append(Candidate(n, span, " ".join(text.split()),
+                             match + prior / (n + 1) + fused * passages[n].score, dense,
                              lexical, match))
+    if weights.neighbour:
+        out = _with_neighbours(out, weights.neighbour)
     out.sort(key=lambda c: (-c.score, c.n, c.span.start))
+    return out
+
+
+def _with_neighbours(cands: list[Candidate], weight: float) -> list[Candidate]:
+    """Each span's score plus `weight` times the best match of the spans just before and after
+    it in its block (a sentence whose neighbours speak of the question is more likely the
+    answer's place)."""
+    out = []
+    for i, c in enumerate(cands):
+        near = [o.match for o in (cands[i - 1] if i else None,
+                                  cands[i + 1] if i + 1 < len(cands) else None)
+                if o is not None and o.n == c.n and o.span.block == c.span.block]
+        out.append(dataclasses.replace(c, score=c.score + weight * max(near, default=0.0)))
     return out
 
 
@@ -144,13 +172,21 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
     return dataclasses.replace(c, span=span, text=" ".join(span.text_of(passage.text).split()))
 
 
+def decision(ranked: Sequence[Candidate], covered: float, top: float,
+             weights: Weights = WEIGHTS, english: bool = True) -> float:
+    """The score "I don't know" is decided on: the best span's match, plus the weighted
+    coverage, plus the weighted retrieval confidence `top` (the best fused score)."""
+    weight, conf = ((weights.coverage, weights.confidence) if english
+                    else (weights.coverage_other, weights.confidence_other))
+    return max((c.match for c in ranked), default=0.0) + weight * covered + conf * top
+
+
 def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
-            english: bool = True) -> bool:
-    """Whether the spans answer at all: the best match plus the weighted coverage clears the
-    threshold (see Weights.threshold)."""
-    weight, threshold = ((weights.coverage, weights.threshold) if english
-                         else (weights.coverage_other, weights.threshold_other))
-    return bool(ranked) and max(c.match for c in ranked) + weight * covered >= threshold
+            english: bool = True, top: float = 0.0) -> bool:
+    """Whether the spans answer at all: the decision score clears the threshold (see
+    Weights.threshold)."""
+    threshold = weights.threshold if english else weights.threshold_other
+    return bool(ranked) and decision(ranked, covered, top, weights, english) >= threshold
 
 
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
@@ -158,7 +194,8 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            weights: Weights = WEIGHTS, english: bool = True) -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping;
     nothing when they do not answer (see answers)."""
-    if not answers(ranked, covered, weights, english):
+    top = max((p.score for p in passages[:COVERED]), default=0.0)
+    if not answers(ranked, covered, weights, english, top):
         return []
     best = ranked[0].score
     chosen: list[Candidate] = []
@@ -181,22 +218,27 @@ def _stems(text: str) -> set[str]:
 
 
 def coverage(questions: Sequence[str], passages: Sequence[Passage],
-             idf: Callable[[str], float], vocabulary_max: float) -> float:
+             idf: Callable[[str], float], vocabulary_max: float, mix: str = "max") -> float:
     """How much of the question the passages speak of: the idf-weighted share of its words
     (by their first STEM letters) found in the passages; a word the corpus never uses weighs
-    as the rarest word does. The best of the question and its translation."""
+    as the rarest word does. The best of the question and its translation (`mix` "max"), or
+    their mean ("mean"), or the translation's alone ("last")."""
     have: set[str] = set()
     for p in passages:
         # What search sees: the caption names the passage's subject in other words too.
         have |= _stems(p.index_text) | _stems(p.section)
-    best = 0.0
+    shares = []
     for q in questions:
         words = {t for t in tokenize(q, split=True) if len(t) >= 3}
         weights = {t: idf(t) if idf(t) > 0 else vocabulary_max for t in words}
         total = sum(weights.values())
-        if total > 0:
-            best = max(best, sum(w for t, w in weights.items() if t[:STEM] in have) / total)
-    return best
+        shares.append(sum(w for t, w in weights.items() if t[:STEM] in have) / total
+                      if total > 0 else 0.0)
+    if not shares:
+        return 0.0
+    if mix == "mean":
+        return sum(shares) / len(shares)
+    return shares[-1] if mix == "last" else max(shares)
 
 
 COVERED = 3  # coverage reads the best this many passages

@@ -16,7 +16,7 @@ from typing import Any
 from corpus_jobs.manifest import load_manifest, source_link_pattern, source_url
 from shared.errors import ConfigError
 from shared.passage import Passage
-from worker.pipeline.spans import overlap_prefix
+from shared.spans import overlap_prefix
 
 LEAD_KEYS = ("question", "title", "heading", "name", "label")  # a subtree's own name
 TITLE_CHARS = 80
