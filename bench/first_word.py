@@ -66,10 +66,16 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
 
 
+# Where the time before the first word goes, per question: each step's ms from the turn's
+# `event` frames, and "worker start" (the first step's start: web, queue and Celery pick-up).
+STEPS: list[dict[str, float]] = []
+
+
 def first_words(base_url: str, token: Callable[[], str], questions: list[str],
                 project: str | None, count: Callable[[str], int]) -> list[tuple[float, int]]:
     """(seconds to the first token, prompt tokens) per question."""
     out = []
+    STEPS.clear()
     for q in questions:
         # A fresh token per question: a dev token lives 15 minutes, a run is longer.
         ws = Client.connect(ws_url(base_url, get_ticket(base_url, token())))
@@ -78,6 +84,7 @@ def first_words(base_url: str, token: Callable[[], str], questions: list[str],
             ws.send(json.dumps({"type": "ask", "message": q, "project_id": project}))
             first = None
             usage = 0
+            steps: dict[str, float] = {}
             while True:
                 raw = ws.receive(timeout=180)
                 if raw is None:
@@ -85,6 +92,10 @@ def first_words(base_url: str, token: Callable[[], str], questions: list[str],
                 f = json.loads(raw)
                 if f["type"] == "token" and first is None:
                     first = time.perf_counter() - t0
+                if f["type"] == "event" and first is None and f.get("step"):
+                    steps.setdefault("worker start", float(f.get("start_ms") or 0))
+                    steps[str(f["step"])] = steps.get(str(f["step"]), 0.0) + float(
+                        f.get("ms") or 0)
                 if f["type"] == "done":
                     usage = int((f.get("usage") or {}).get("prompt_tokens") or 0)
                 if f["type"] in ("done", "error"):
@@ -94,6 +105,7 @@ def first_words(base_url: str, token: Callable[[], str], questions: list[str],
         finally:
             ws.close()
         assert first is not None
+        STEPS.append(steps)
         out.append((first, usage or count(q)))
         print(f"  {first:6.2f} s  prompt {out[-1][1]:5d} tokens  {q}", file=sys.stderr, flush=True)
     return out
@@ -125,6 +137,14 @@ def alice_token(demo_app: str) -> str:
                                    "password": "demo-password"}).encode()
     with urllib.request.urlopen(f"{demo_app}/api/v1/auth/login", form, timeout=10) as r:
         return str(json.loads(r.read())["access_token"])
+
+
+def step_report(name: str, steps: list[dict[str, float]]) -> str:
+    """Median and p95 of each step before the first word (ms)."""
+    names = list(dict.fromkeys(k for st in steps for k in st if k != "first_token"))
+    cells = [f"{k} {pct([st.get(k, 0.0) for st in steps], 0.5):.0f}/"
+             f"{pct([st.get(k, 0.0) for st in steps], 0.95):.0f}" for k in names]
+    return f"{name} steps, ms p50/p95: " + ", ".join(cells)
 
 
 def report(name: str, rows: list[tuple[float, int]]) -> str:
@@ -165,18 +185,22 @@ def main() -> None:
             docs: list[tuple[float, int]] = []
             czech: list[tuple[float, int]] = []
             projects: list[tuple[float, int]] = []
+            steps: dict[str, list[dict[str, float]]] = {}
             if args.only != "project":
                 first_words(st.base_url, lambda: app_token(st), ["What is BeCoMe?"], None, doc_count)
                 docs = first_words(st.base_url, lambda: app_token(st), DOC_QUESTIONS[:n], None,
                                    doc_count)
+                steps["documentation"] = list(STEPS)
                 if args.form == "quotes":
                     czech = first_words(st.base_url, lambda: app_token(st),
                                         CZECH_QUESTIONS[:n], None, doc_count)
+                    steps["documentation, Czech"] = list(STEPS)
             if args.only != "docs":
                 first_words(st.base_url, lambda: alice_token(demo_app), ["What is my project about?"], FLOOD_PLAN,
                             project_count)
                 projects = first_words(st.base_url, lambda: alice_token(demo_app), PROJECT_QUESTIONS[:n], FLOOD_PLAN,
                                        project_count)
+                steps["project"] = list(STEPS)
         finally:
             st.sup.stop_all()
     print("| questions | n | first word p50 | p95 | prompt tokens (median, range) |")
@@ -187,6 +211,8 @@ def main() -> None:
         print(report("documentation, Czech", czech))
     if projects:
         print(report("project (60 opinions)", projects))
+    for name, rows in steps.items():
+        print(step_report(name, rows))
 
 
 if __name__ == "__main__":

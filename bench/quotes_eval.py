@@ -23,9 +23,17 @@ from shared.config import settings_from_env
 from shared.errors import ModelError
 from shared.language import detect_language
 from shared.models import embed
-from worker.evaluation import location_matches
+from worker.evaluation import location_matches, paired_bootstrap
 from worker.pipeline.quote_answer import passage_spans
-from worker.pipeline.quotes import COVERED, WEIGHTS, Weights, choose, coverage, rank_spans
+from worker.pipeline.quotes import (
+    COVERED,
+    WEIGHTS,
+    Weights,
+    choose,
+    coverage,
+    decision,
+    rank_spans,
+)
 from worker.pipeline.retrieve import RetrievalConfig, rank
 from worker.pipeline.rewrite import translate_fewshot
 
@@ -89,7 +97,10 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
             if translate and lang == "cs" and s.fewshot_translates:
                 search = _translated(s, q["question"])
             _v, ranked, lexical = rank(conn, s, config, search, q["question"], language=lang)
-            passages = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
+            # As retrieve() gives them: with their fused score (the weak label and the
+            # confidence prior read it).
+            passages = [dataclasses.replace(lexical.by_id[pid], score=round(sc, 5))
+                        for pid, sc in ranked if pid in lexical.by_id]
             t0 = time.perf_counter()
             spans = passage_spans(passages, lexical)
             asked = [q["question"]] + ([search] if search != q["question"] else [])
@@ -131,16 +142,22 @@ def score(rows: list[dict], weights: Weights) -> dict:
     """Per language: first quote from the expected section; don't-know rates."""
     by: dict[str, dict[str, list[float]]] = {}
     for r in rows:
+        english = r["lang"] != "cs"
         cands = rank_spans(r["asked"], r["passages"], r["spans"], r["vectors"],
-                           _idf(r["lexical"]), weights, english=r["lang"] != "cs")
+                           _idf(r["lexical"]), weights, english=english)
         vmax = max(r["lexical"].bm25.idf.values())
-        r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax)
-        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights,
-                        english=r["lang"] != "cs")
+        r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
+                            "max" if english else weights.coverage_mix_other)
+        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english)
         q = r["q"]
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
         r["best"] = max((c.match for c in cands), default=0.0)
+        top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
+        r["decision"] = decision(cands, r["cov"], top, weights, english) if cands else 0.0
+        # The first quote when the form answers at all (the ranking alone, no decision).
+        first = cands[0] if cands else None
+        r["rank_hit"] = 1.0 if first and _hit(r["passages"][first.n], q) else 0.0
         if q.get("answerable", True) and q.get("expected_source"):
             d["first"].append(1.0 if chosen and _hit(r["passages"][chosen[0].n], q) else 0.0)
             d["idk_ans"].append(0.0 if chosen else 1.0)
@@ -148,6 +165,69 @@ def score(rows: list[dict], weights: Weights) -> dict:
             d["idk_unans"].append(0.0 if chosen else 1.0)
     return {lang: {k: (round(statistics.mean(v), 3), len(v)) if v else None
                    for k, v in d.items()} for lang, d in by.items()}
+
+
+# Each variant changes one thing of the defaults (Weights in quotes.py); the thresholds are
+# calibrated for each the same way (calibrate) on the set it runs on.
+VARIANTS: dict[str, dict] = {
+    "defaults": {},
+    "fused .2": {"fused": 0.2, "fused_other": 0.2},
+    "fused .5": {"fused": 0.5, "fused_other": 0.5},
+    "fused .5 cs only": {"fused_other": 0.5},
+    "fused 1 cs only": {"fused_other": 1.0},
+    "cs dense mean": {"dense_mix_other": "mean"},
+    "neighbour .1": {"neighbour": 0.1},
+    "neighbour .2": {"neighbour": 0.2},
+    "title .1": {"title": 0.1},
+    "skip weak": {"skip_weak": True},
+    "confidence .5": {"confidence": 0.5, "confidence_other": 0.5},
+    "confidence 1": {"confidence": 1.0, "confidence_other": 1.0},
+    "confidence 2 cs": {"confidence_other": 2.0},
+    "cs coverage mean": {"coverage_mix_other": "mean"},
+    "cs coverage translation": {"coverage_mix_other": "last"},
+}
+MAX_IDK_ANSWERABLE = 0.10  # the issue's bound on "I don't know" where an answer exists
+
+
+def calibrate(rows: list[dict], lang: str) -> tuple[float, float, float]:
+    """(threshold, idk answerable, idk unanswerable) for one language: the threshold that
+    says "I don't know" on the most unanswerable questions while at most
+    MAX_IDK_ANSWERABLE of the answerable ones (the lowest such threshold on ties)."""
+    mine = [r for r in rows if r["q"]["language"] == lang]
+    ans = [r["decision"] for r in mine if r["q"].get("expected_source")]
+    una = [r["decision"] for r in mine if not r["q"].get("expected_source")]
+    best = (0.0, 0.0, 0.0)
+    for t in sorted({round(x + 1e-6, 6) for x in ans + una} | {0.0}):
+        ia = sum(x < t for x in ans) / len(ans) if ans else 0.0
+        iu = sum(x < t for x in una) / len(una) if una else 0.0
+        if ia <= MAX_IDK_ANSWERABLE and (iu > best[2] or (iu == best[2] and ia < best[1])):
+            best = (t, ia, iu)
+    return best
+
+
+def variants(rows: list[dict], names: list[str]) -> None:
+    """Each variant against the defaults, paired over the same questions: the first quote
+    with the decision calibrated per variant, and the ranking alone."""
+    base: dict[str, list[float]] = {}
+    for name in names:
+        w = dataclasses.replace(WEIGHTS, **VARIANTS[name])
+        score(rows, w)
+        line = [f"{name:18}"]
+        for lang in ("en", "cs"):
+            t, ia, iu = calibrate(rows, lang)
+            firsts = [1.0 if r["decision"] >= t and r["rank_hit"] else 0.0 for r in rows
+                      if r["q"]["language"] == lang and r["q"].get("expected_source")]
+            ranks = [r["rank_hit"] for r in rows
+                     if r["q"]["language"] == lang and r["q"].get("expected_source")]
+            line.append(f"{lang}: first {sum(firsts) / len(firsts):.3f} rank "
+                        f"{sum(ranks) / len(ranks):.3f} t {t:.3f} idk {ia:.2f}/{iu:.2f}")
+            if name == names[0]:
+                base[lang] = ranks
+            else:
+                d = paired_bootstrap(base[lang], ranks)
+                line.append(f"(rank {d['mean_diff']:+.3f} [{d['ci95'][0]:+.3f}, "
+                            f"{d['ci95'][1]:+.3f}])")
+        print(" ".join(line))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -160,6 +240,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-translate", action="store_true",
                     help="search a Czech question as asked (no few-shot translation)")
     ap.add_argument("--show", action="store_true", help="print each question's first quote")
+    ap.add_argument("--variants", nargs="*", default=None, metavar="NAME",
+                    help="compare named variants to the defaults (none named: all of them): "
+                         + ", ".join(VARIANTS))
     args = ap.parse_args(argv)
     rows = collect(args.set, args.top_k, not args.no_translate)
     print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}, "
@@ -203,6 +286,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{lang} threshold {t:.2f}: idk answerable "
                       f"{sum(x < t for x in ans) / len(ans):.2f}, idk unanswerable "
                       f"{sum(x < t for x in una) / len(una):.2f}")
+    if args.variants is not None:
+        names = ["defaults"] + [v for v in (args.variants or list(VARIANTS)) if v != "defaults"]
+        variants(rows, names)
     if args.sweep:
         for dense in (1.0,):
             for lexical in (0.0, 0.1, 0.2, 0.35):
