@@ -17,12 +17,12 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from shared import corpus_store
 from shared.config import settings_from_env
 from shared.errors import ModelError
 from shared.language import detect_language
-from shared.models import embed
 from worker.evaluation import location_matches, paired_bootstrap
 from worker.pipeline.quote_answer import passage_spans
 from worker.pipeline.quotes import (
@@ -36,6 +36,7 @@ from worker.pipeline.quotes import (
 )
 from worker.pipeline.retrieve import RetrievalConfig, rank
 from worker.pipeline.rewrite import translate_fewshot
+from worker.pipeline.vectors import cached_vectors, passage_vectors
 
 REPO = Path(__file__).resolve().parent.parent
 SETS = {
@@ -80,17 +81,20 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
     s = settings_from_env()
     config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=top_k)
     cache: dict[tuple[str, str], list[float]] = {}
+    conn_now: list = []
 
     def vectors(texts: Sequence[str], kind: str) -> list[list[float]]:
+        # As a turn asks: span vectors the index build stored, then the embeddings role.
         missing = [t for t in dict.fromkeys(texts) if (kind, t) not in cache]
         if missing:
-            for t, v in zip(missing, embed(s.embeddings, missing, kind,
-                                           s.embedding_prefix_mode), strict=True):
+            for t, v in zip(missing, cached_vectors(s, missing, kind, *conn_now[:1]),
+                            strict=True):
                 cache[(kind, t)] = v
         return [cache[(kind, t)] for t in texts]
 
-    out = []
+    out: list[dict[str, Any]] = []
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        conn_now.append(conn)
         for q in questions(which):
             lang = detect_language(q["question"])
             search = q["question"]
@@ -104,13 +108,16 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
             t0 = time.perf_counter()
             spans = passage_spans(passages, lexical)
             asked = [q["question"]] + ([search] if search != q["question"] else [])
+            pvecs = passage_vectors(conn, passages)
             # The first pass asks the embeddings server (what a turn's quotes step costs).
             rank_spans(asked, passages, spans, vectors, _idf(lexical), english=lang != "cs")
             ms = (time.perf_counter() - t0) * 1000
             out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
+                        "pvecs": pvecs,
                         "asked": asked, "lexical": lexical, "ms": ms,
                         "retrieval_hit": next((i for i, p in enumerate(passages, 1)
                                                if _hit(p, q)), None)})
+    conn_now.clear()
     for r in out:
         r["vectors"] = vectors
     return out
@@ -144,7 +151,8 @@ def score(rows: list[dict], weights: Weights) -> dict:
     for r in rows:
         english = r["lang"] != "cs"
         cands = rank_spans(r["asked"], r["passages"], r["spans"], r["vectors"],
-                           _idf(r["lexical"]), weights, english=english)
+                           _idf(r["lexical"]), weights, english=english,
+                           passage_vectors=r["pvecs"])
         vmax = max(r["lexical"].bm25.idf.values())
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)
@@ -185,6 +193,26 @@ VARIANTS: dict[str, dict] = {
     "confidence 2 cs": {"confidence_other": 2.0},
     "cs coverage mean": {"coverage_mix_other": "mean"},
     "cs coverage translation": {"coverage_mix_other": "last"},
+    "passage .2": {"passage": 0.2, "passage_other": 0.2},
+    "passage .5": {"passage": 0.5, "passage_other": 0.5},
+    "passage 1": {"passage": 1.0, "passage_other": 1.0},
+    "short .05": {"short": 0.05},
+    "short .1": {"short": 0.1},
+    "row .05": {"row": 0.05},
+    "row .1": {"row": 0.1},
+    "cs lexical max": {"lexical_mix_other": "max"},
+    "cs lexical max, lexical .5": {"lexical_mix_other": "max", "lexical": 0.5},
+    "en rank .3": {"rank": 0.3},
+    "en rank .25": {"rank": 0.25},
+    "en rank .25 short .1": {"rank": 0.25, "short": 0.1},
+    "en rank .3 passage .3": {"rank": 0.3, "passage": 0.3},
+    "cs rank .1": {"rank_other": 0.1},
+    "cs rank .02": {"rank_other": 0.02},
+    "lexical .5": {"lexical": 0.5},
+    "lexical .2": {"lexical": 0.2},
+    "heading .3": {"heading": 0.3},
+    **{f"cs confidence {c} coverage {w}": {"confidence_other": c, "coverage_other": w}
+       for c in (0.25, 0.5, 0.75, 1.0) for w in (2.0, 3.0, 4.0)},
 }
 MAX_IDK_ANSWERABLE = 0.10  # the issue's bound on "I don't know" where an answer exists
 
@@ -192,16 +220,20 @@ MAX_IDK_ANSWERABLE = 0.10  # the issue's bound on "I don't know" where an answer
 def calibrate(rows: list[dict], lang: str) -> tuple[float, float, float]:
     """(threshold, idk answerable, idk unanswerable) for one language: the threshold that
     says "I don't know" on the most unanswerable questions while at most
-    MAX_IDK_ANSWERABLE of the answerable ones (the lowest such threshold on ties)."""
+    MAX_IDK_ANSWERABLE of the answerable ones (fewest answerable on ties), in the middle of
+    the gap of decision scores that gives those rates (not at its edge)."""
     mine = [r for r in rows if r["q"]["language"] == lang]
     ans = [r["decision"] for r in mine if r["q"].get("expected_source")]
     una = [r["decision"] for r in mine if not r["q"].get("expected_source")]
+    values = sorted(set(ans + una))
     best = (0.0, 0.0, 0.0)
-    for t in sorted({round(x + 1e-6, 6) for x in ans + una} | {0.0}):
+    for i, low in enumerate(values):
+        # Any threshold in (low, next value] gives the same rates: take the middle.
+        t = (low + values[i + 1]) / 2 if i + 1 < len(values) else low + 0.01
         ia = sum(x < t for x in ans) / len(ans) if ans else 0.0
         iu = sum(x < t for x in una) / len(una) if una else 0.0
         if ia <= MAX_IDK_ANSWERABLE and (iu > best[2] or (iu == best[2] and ia < best[1])):
-            best = (t, ia, iu)
+            best = (round(t, 3), ia, iu)
     return best
 
 
@@ -257,7 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(score(rows, WEIGHTS)))
     ms = sorted(r["ms"] for r in rows)
     print(f"span ranking ms: p50 {ms[len(ms) // 2]:.0f}, p95 {ms[int(len(ms) * 0.95)]:.0f} "
-          "(first pass asks the embeddings server; later passes are cached)")
+          "(first pass: span vectors from the index, the question's from the embeddings "
+          "server unless the search asked already; later passes are cached)")
     if args.show:
         for r in rows:
             c = r["chosen"][0] if r["chosen"] else None

@@ -3,6 +3,7 @@ every check passing by construction (issue 24)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from shared.spans import MAX_SPAN_CHARS, continued, overlap_prefix, split_spans
 from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
-from worker.pipeline.quotes import Weights, choose, coverage, rank_spans
+from worker.pipeline.quotes import Weights, choose, coverage, decision, rank_spans
 from worker.pipeline.structured import fold
 from worker.pipeline.turn import run_checks
 from worker.pipeline.types import Retrieval
@@ -148,6 +149,28 @@ def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
     assert answer.nearest[0]["ask"] == \
         "What does the documentation say about “Step 4: the maximum error”?"
     assert compose([], passages, "cs").text.startswith("To nevím")
+
+
+def test_a_czech_decision_reads_retrievals_confidence_and_coverage_can_mix() -> None:
+    """Same spans, same coverage: a Czech question whose passages retrieval found with a low
+    fused score gets "I don't know", with a high one an answer (Weights.confidence_other)."""
+    passages = [_p("a", METHOD, "# Doc > ## Step 4: the maximum error")]
+    ranked, spans = _rank("what is the maximum error formula", passages)
+    w = Weights(threshold_other=0.0, confidence_other=0.5)
+    best = decision(ranked, 0.2, 0.0, w, english=False)
+    w = dataclasses.replace(w, threshold_other=best + 0.25)
+    sure = [dataclasses.replace(passages[0], score=0.9)]
+    unsure = [dataclasses.replace(passages[0], score=0.1)]
+    assert choose(ranked, sure, spans, 0.2, w, english=False)
+    assert choose(ranked, unsure, spans, 0.2, w, english=False) == []
+    # English questions do not read it (confidence 0): the fused score changes nothing.
+    en = dataclasses.replace(w, threshold=decision(ranked, 0.2, 0.0, w) - 0.01)
+    assert choose(ranked, sure, spans, 0.2, en) and choose(ranked, unsure, spans, 0.2, en)
+    idf = {"maximum": 2.0, "error": 2.0, "chyba": 2.0}
+    questions = ["Jaká je maximální chyba?", "What is the maximum error?"]
+    mixes = {m: coverage(questions, passages, lambda t: idf.get(t, 0.0), 3.0, m)
+             for m in ("max", "mean", "last")}
+    assert mixes["max"] == mixes["last"] > mixes["mean"]
 
 
 def test_coverage_is_low_for_words_the_passages_never_use() -> None:

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 import psycopg
 
+from shared import corpus_store
 from shared.config import Settings
 from shared.models import embed
+from shared.passage import Passage
 from shared.spans import text_key
 
 VECTOR_CACHE = 4096  # vectors kept per process, as float32 (1.5 kB each at 384 dimensions)
@@ -35,8 +37,25 @@ def stored_vectors(conn: psycopg.Connection, settings: Settings,
         # An index built before span vectors existed: embed at question time.
         conn.rollback()
         return {}
-    return {by_key[h]: np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e,
-                                  dtype=np.float32) for h, e in rows}
+    return {by_key[h]: _array(e) for h, e in rows}
+
+
+def passage_vectors(conn: psycopg.Connection, passages: Sequence[Passage]
+                    ) -> list[list[float]] | None:
+    """The passages' own index vectors (what the search compared the question with), in
+    order; None when one is missing (the quotes form then ranks without them)."""
+    ids = [p.id for p in passages]
+    rows: dict[str, object] = dict(conn.execute(f"SELECT id, embedding FROM {corpus_store.LIVE_TABLE} "
+                             "WHERE id = ANY(%s)", (ids,)).fetchall())
+    if any(i not in rows for i in ids):
+        return None
+    return [_array(rows[i]).tolist() for i in ids]
+
+
+def _array(value: object) -> np.ndarray:
+    """A stored vector as numpy (pgvector gives a Vector or an array, by version)."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else value, dtype=np.float32)
 
 
 def cached_vectors(settings: Settings, texts: Sequence[str], kind: str,
