@@ -170,6 +170,16 @@ def test_quotes_form_metrics_first_quote_dont_know_and_verbatim() -> None:
     # From an `also_in` target (a JSON key path inside it) it counts too.
     other = {**quote, "source": "faq.json", "section": "results.maxError.answer"}
     assert grade(q, {**rec, "structured": {"quotes": [other]}})["first_quote_expected"] == 1.0
+    # A quote from an interface group (JSON passages group short keys under their parent):
+    # it counts when the group holds the expected key's own line, as retrieval's hit does.
+    group = {**quote, "n": 2, "source": "faq.json", "section": "results"}
+    grouped = {**rec, "structured": {"quotes": [group]}, "sources": [
+        rec["sources"][0], {"n": 2, "source": "faq.json", "section": "results",
+                            "text": "maxError.question: What?\nmaxError.answer: Delta."}]}
+    assert grade(q, grouped)["first_quote_expected"] == 1.0
+    other_group = {**grouped, "sources": [rec["sources"][0], {
+        **grouped["sources"][1], "text": "median.answer: The middle one."}]}
+    assert grade(q, other_group)["first_quote_expected"] == 0.0
     wrong = {**quote, "source": "docs/m.md", "section": "# M > ## Step 3"}
     assert grade(q, {**rec, "structured": {"quotes": [wrong, quote]}})[
         "first_quote_expected"] == 0.0, "the first quote decides, not any"

@@ -46,18 +46,29 @@ def expected_numbers_share(answer: str, expected: tuple[float, ...]) -> float | 
     return sum(1 for e in expected if any(_close(e, v) for v in found)) / len(expected)
 
 
-def first_source(record: dict[str, Any]) -> tuple[str, str] | None:
-    """(source, section) the answer leans on first: its first quote (quotes and structured
-    forms), else the passage its first citation names (prose); None when it has neither."""
+def first_source(record: dict[str, Any]) -> Passage | None:
+    """The passage the answer leans on first: its first quote's (quotes and structured
+    forms), else the one its first citation names (prose); None when it has neither. Its
+    text is the source's full text when the harness looked it up, else its excerpt (an
+    interface group counts for a key it holds: location_matches reads the text)."""
+    sources = {s.get("n"): s for s in record.get("sources") or []}
     quotes = (record.get("structured") or {}).get("quotes") or []
     if quotes and quotes[0].get("source"):
-        return str(quotes[0]["source"]), str(quotes[0].get("section") or "")
-    sources = {s.get("n"): s for s in record.get("sources") or []}
+        q = quotes[0]
+        src = sources.get(q.get("n")) or {}
+        same = src.get("source") == q["source"] and src.get("section") == q.get("section")
+        return _passage(str(q["source"]), str(q.get("section") or ""), src if same else {})
     for c in read_citations(record.get("answer") or "", len(sources) or None):
         for n in c.numbers:
             if n in sources:
-                return str(sources[n].get("source") or ""), str(sources[n].get("section") or "")
+                s = sources[n]
+                return _passage(str(s.get("source") or ""), str(s.get("section") or ""), s)
     return None
+
+
+def _passage(source: str, section: str, src: dict[str, Any]) -> Passage:
+    text = str(src.get("text") or src.get("excerpt") or "")
+    return Passage("", source, "", section, "", text, "", False)
 
 
 def first_from_expected(q: AnswerQuestion, record: dict[str, Any]) -> float | None:
@@ -68,8 +79,7 @@ def first_from_expected(q: AnswerQuestion, record: dict[str, Any]) -> float | No
     first = first_source(record)
     if first is None:
         return 0.0
-    p = Passage("", first[0], "", first[1], "", "", "", False)
-    return 1.0 if any(location_matches(p, s, loc) for s, loc in q.targets) else 0.0
+    return 1.0 if any(location_matches(first, s, loc) for s, loc in q.targets) else 0.0
 
 
 def quotes_verbatim(record: dict[str, Any]) -> float | None:
