@@ -139,6 +139,19 @@ def test_the_best_span_answers_and_an_faq_question_gives_way_to_its_answer() -> 
     assert chosen[0].n == 1 and chosen[0].text.startswith("Open your project")
 
 
+def test_a_span_that_repeats_the_question_is_no_answer() -> None:
+    """A code example that asks the very question (a test calling the turn with it) matches
+    every word of it and says nothing: the span that answers is quoted instead."""
+    example = ('```python\nr = harness.turn("How do I invite experts by email?", '
+               'chunks=["a"])\n```\n')
+    passages = [_p("a", example, "# Dev > ## Harness", source="docs/developing.md"),
+                _p("b", FAQ, "invite", source="faq.json")]
+    ranked, spans = _rank("How do I invite experts by email?", passages)
+    chosen = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0))
+    assert chosen and all("harness.turn" not in c.text for c in chosen)
+    assert chosen[0].text.startswith("Open your project")
+
+
 def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
     passages = [_p("a", METHOD, "# Doc > ## Step 4: the maximum error")]
     ranked, spans = _rank("what is the capital of France", passages)

@@ -137,8 +137,11 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     whole = weights.passage if english else weights.passage_other
     fused = weights.fused if english else weights.fused_other
     language = "en" if english else "cs"
+    asked = [_plain(q) for q in questions if len(q.split()) >= 3]
     flat = [(n, s) for n, per in enumerate(spans) for s in per
-            if not (weights.skip_weak and is_weak(passages[n].score, language))]
+            if not (weights.skip_weak and is_weak(passages[n].score, language))
+            # A span that holds the question itself (a code example asking it) repeats it.
+            and not any(q in _plain(s.text_of(passages[n].text)) for q in asked)]
     if not flat:
         return []
     texts = [s.text_of(passages[n].text) for n, s in flat]
@@ -179,6 +182,11 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
         out = _with_neighbours(out, weights.neighbour)
     out.sort(key=lambda c: (-c.score, c.n, c.span.start))
     return out
+
+
+def _plain(text: str) -> str:
+    """Case folded, whitespace collapsed, without a final question mark or stop."""
+    return " ".join(text.split()).casefold().rstrip("?.!… ")
 
 
 def _with_neighbours(cands: list[Candidate], weight: float) -> list[Candidate]:
