@@ -210,6 +210,24 @@ def test_quotes_form_metrics_first_quote_dont_know_and_verbatim() -> None:
     assert harness.with_quotes_found(prose, lambda s, sec: []) == prose
 
 
+def test_a_source_gets_the_text_of_its_own_piece_of_a_long_section() -> None:
+    """A section cut into pieces: the source's text is the piece its excerpt begins, not the
+    section's first piece (the judge and the first-quote grade read it)."""
+    record = {"sources": [{"n": 1, "source": "p.json", "section": "cookies",
+                           "excerpt": "outro: Until you sign in, no cookies…"}]}
+    pieces = {("p.json", "cookies"): ["heading: Cookies\nintro: Three are set.",
+                                      "outro: Until you sign in, no cookies at all."]}
+    full = harness.with_passage_text(record, lambda src, sec: pieces[(src, sec)][0],
+                                     lambda src, sec: pieces[(src, sec)])
+    assert full["sources"][0]["text"] == "outro: Until you sign in, no cookies at all."
+    q = AnswerQuestion("c", "en", "Why no banner?", "privacy", True, (), (), "",
+                       (("p.json", "cookies.outro"),))
+    quote = {"n": 1, "text": "Until you sign in, no cookies at all.", "source": "p.json",
+             "section": "cookies"}
+    rec = {**full, "outcome": "done", "answer": "x", "structured": {"quotes": [quote]}}
+    assert grade(q, rec)["first_quote_expected"] == 1.0
+
+
 def test_question_targets_are_read_from_the_retrieval_fields(tmp_path: Path) -> None:
     path = write_questions(tmp_path / "t.jsonl", [
         {"id": "a", "language": "cs", "question": "Co?", "expected_source": "a.md",

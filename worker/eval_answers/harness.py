@@ -49,13 +49,20 @@ Texts = Callable[[str, str], list[str]]
 CHARS_PER_TOKEN = 4.0  # a common rough rule for English; Czech runs a little higher
 
 
-def with_passage_text(record: dict[str, Any], lookup: Lookup | None) -> dict[str, Any]:
-    """The record with each source's full passage text (the excerpt when it cannot be found)."""
+def with_passage_text(record: dict[str, Any], lookup: Lookup | None,
+                      texts: Texts | None = None) -> dict[str, Any]:
+    """The record with each source's full passage text (the excerpt when it cannot be found):
+    of a section cut into pieces, the piece the source's excerpt begins (`texts`), else the
+    section's first piece (`lookup`)."""
     sources = []
     for s in record.get("sources") or []:
         # A locale source shows its text as the section; its key path is in "key".
-        text = lookup(s.get("source", ""), s.get("key") or s.get("section", "")) if lookup \
-            else None
+        src, sec = s.get("source", ""), s.get("key") or s.get("section", "")
+        head = str(s.get("excerpt") or "").removesuffix("…")
+        text = next((t for t in texts(src, sec) if head and t.startswith(head)), None) \
+            if texts else None
+        if text is None and lookup:
+            text = lookup(src, sec)
         sources.append({**s, "text": text or s.get("excerpt", "")})
     return {**record, "sources": sources}
 
@@ -132,7 +139,7 @@ def evaluate(out: Path, questions_file: str, targets: Sequence[Target], judges: 
         return {"complete": False, "missing": missing}
     # The judge reads the passages the answer model read, not the 400-character excerpts.
     qmap = {q.id: q for q in questions}
-    answers = {slot: {qid: with_quotes_found(with_passage_text(r, lookup), texts)
+    answers = {slot: {qid: with_quotes_found(with_passage_text(r, lookup, texts), texts)
                       for qid, r in recs.items()} for slot, recs in answers.items()}
     for by_id in answers.values():
         for qid, r in by_id.items():
