@@ -226,6 +226,16 @@ def test_a_source_gets_the_text_of_its_own_piece_of_a_long_section() -> None:
              "section": "cookies"}
     rec = {**full, "outcome": "done", "answer": "x", "structured": {"quotes": [quote]}}
     assert grade(q, rec)["first_quote_expected"] == 1.0
+    # A locale source names its key path in "key" (its section is a text), and one source
+    # joins the pieces of its section: the quote's own piece is found by its text.
+    joined = {"sources": [{"n": 1, "source": "p.json", "section": "Cookies", "key": "cookies",
+                           "excerpt": "heading: Cookies\nintro: Three are set.…"}]}
+    found = harness.with_quotes_found(
+        {**harness.with_passage_text(joined, None, lambda src, sec: pieces[(src, sec)]),
+         "outcome": "done", "answer": "x", "structured": {"quotes": [quote]}},
+        lambda src, sec: pieces[(src, sec)])
+    assert found["quotes_found"] == {"quotes": 1, "found": 1}
+    assert grade(q, found)["first_quote_expected"] == 1.0
 
 
 def test_question_targets_are_read_from_the_retrieval_fields(tmp_path: Path) -> None:

@@ -56,8 +56,12 @@ def first_source(record: dict[str, Any]) -> Passage | None:
     if quotes and quotes[0].get("source"):
         q = quotes[0]
         src = sources.get(q.get("n")) or {}
-        same = src.get("source") == q["source"] and src.get("section") == q.get("section")
-        return _passage(str(q["source"]), str(q.get("section") or ""), src if same else {})
+        # A locale source's section is its text; its key path is in "key".
+        same = src.get("source") == q["source"] and \
+            (src.get("key") or src.get("section")) == q.get("section")
+        own = record.get("first_quote_text")
+        return _passage(str(q["source"]), str(q.get("section") or ""),
+                        {"text": own} if own else src if same else {})
     for c in read_citations(record.get("answer") or "", len(sources) or None):
         for n in c.numbers:
             if n in sources:

@@ -69,16 +69,23 @@ def with_passage_text(record: dict[str, Any], lookup: Lookup | None,
 
 def with_quotes_found(record: dict[str, Any], texts: Texts | None) -> dict[str, Any]:
     """The record with `quotes_found`: how many of its quotes (structured block) are in their
-    section's text in the index word for word, checked here rather than taken from the turn."""
+    section's text in the index word for word, checked here rather than taken from the turn;
+    and `first_quote_text`: the piece of its section the first quote is in (its grade reads
+    it: an interface group counts for the key whose line it holds)."""
     quotes = (record.get("structured") or {}).get("quotes") or []
     if texts is None or not quotes:
         return record
     found = 0
-    for q in quotes:
+    first_piece = None
+    for i, q in enumerate(quotes):
         needle = fold(str(q.get("text") or ""))
-        found += bool(needle) and any(needle in fold(t) for t in texts(
-            str(q.get("source") or ""), str(q.get("section") or "")))
-    return {**record, "quotes_found": {"quotes": len(quotes), "found": found}}
+        piece = next((t for t in texts(str(q.get("source") or ""), str(q.get("section") or ""))
+                      if needle and needle in fold(t)), None)
+        found += piece is not None
+        if i == 0:
+            first_piece = piece
+    return {**record, "quotes_found": {"quotes": len(quotes), "found": found},
+            "first_quote_text": first_piece}
 
 
 def estimated_usage(q: AnswerQuestion, record: dict[str, Any]) -> dict[str, Any] | None:
