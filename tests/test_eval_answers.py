@@ -16,7 +16,7 @@ import pytest
 
 from assistant_cli.cli import main
 from assistant_cli.client import http_json
-from assistant_cli.eval_cli import passage_lookup
+from assistant_cli.eval_cli import passage_lookup, section_texts
 from shared import corpus_store
 from shared.auth import mint_access_token
 from tests.conftest import REPO, Stack, redis_url, set_script, stack_env, wait_for
@@ -371,9 +371,14 @@ def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
     cut = [src for line in (out / "answers-A.jsonl").read_text(encoding="utf-8").splitlines()
            for src in json.loads(line)["sources"] if src["excerpt"].endswith("…")]
     assert cut, "some passage is longer than its excerpt"
-    full = passage_lookup(scripted_stack.settings.corpus_read_dsn)(cut[0]["source"],
-                                                                  cut[0]["section"])
-    assert full and any(full in m["content"] for b in seen for m in b["messages"])
+    # Of a section cut into pieces, the piece the excerpt begins (else the section's first).
+    dsn = scripted_stack.settings.corpus_read_dsn
+    where = (cut[0]["source"], cut[0].get("key") or cut[0]["section"])
+    head = cut[0]["excerpt"].removesuffix("…")
+    full = next((t for t in section_texts(dsn)(*where) if t.startswith(head)), None) \
+        or passage_lookup(dsn)(*where)
+    assert full and len(full) > len(head)
+    assert any(full in m["content"] for b in seen for m in b["messages"])
     blind = json.loads((out / "blind.json").read_text(encoding="utf-8"))
     assert all(len(i) == 12 for i in blind["items"]), "random tokens, not setup names"
     # The second judge rescored 25% of the 8 answers; kappa is reported per criterion.
