@@ -19,10 +19,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 # Two test sessions can run side by side on one machine: BA_TEST_PORT_OFFSET moves every port
-# (and, when set, gives the session a Redis server of its own and its own data folders).
+# (and gives the session its own data folders). Every session has a Redis server of its own:
+# on the machine's Redis (6379) the suite's workers would share Celery's queue with a
+# `make run` stack's and answer its users' turns from the test index.
 OFFSET = int(os.environ.get("BA_TEST_PORT_OFFSET", "0"))
 VAR = REPO / "var" / ("test" if OFFSET == 0 else f"test-{OFFSET}")
-REDIS_PORT = 6379 if OFFSET == 0 else 6400 + OFFSET
+REDIS_PORT = 6400 + OFFSET
 
 
 def port(base: int) -> int:

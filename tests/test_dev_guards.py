@@ -115,3 +115,16 @@ def test_flower_answers_only_a_loopback_host(services: stack.Supervisor) -> None
             assert status(foreign) == 421, foreign
     finally:
         sup.stop_all()
+
+
+def test_the_suite_never_shares_the_dev_stacks_redis() -> None:
+    """A `make run` stack's broker is the default Redis URL: a test worker on it would take
+    the stack's turns (seen: a dev question answered from the test index)."""
+    from urllib.parse import urlsplit
+
+    from shared.config import Settings
+    from tests.conftest import REDIS_PORT
+
+    dev = urlsplit(Settings().redis_url)
+    assert (dev.hostname, dev.port) != ("127.0.0.1", REDIS_PORT)
+    assert all(urlsplit(v).port != dev.port for k, v in TEST_ENV.items() if "REDIS" in k)
