@@ -14,19 +14,20 @@ import redis
 
 from assistant_cli import stack
 from shared import contract_peers
-from shared.config import Settings
 from shared.turn_request import READS, VERSION
-from tests.conftest import REPO, VAR, port, redis_url, stack_env
+from tests.conftest import REPO, VAR, port, stack_env
 
-DB = 15
+# A Redis of its own: the suite's stacks announce their workers on theirs every few seconds,
+# and one such announcement between `empty` and a check made the refusals below name it too.
+URL = f"redis://127.0.0.1:{port(6392)}/0"
 
 
 @pytest.fixture(scope="module")
-def client(settings: Settings) -> Iterator[redis.Redis]:
+def client() -> Iterator[redis.Redis]:
     sup = stack.Supervisor(VAR / "log")
     try:
-        stack.ensure_redis(sup, settings.redis_url, VAR / "redis")
-        c = redis.Redis.from_url(redis_url(DB))
+        stack.ensure_redis(sup, URL, VAR / "redis-rolling")
+        c = redis.Redis.from_url(URL)
         yield c
     finally:
         sup.stop_all()
@@ -83,7 +84,7 @@ def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 def test_a_worker_refuses_to_start_beside_web_servers_it_cannot_read(
         client: redis.Redis) -> None:
     contract_peers.announce(client, "web", "reads=99 writes=99 web-future:1")
-    env = stack_env({"ASSISTANT_REDIS_URL": redis_url(DB)})
+    env = stack_env({"ASSISTANT_REDIS_URL": URL})
     done = _run([sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q",
                  "turns", "-P", "threads", "-c", "1", "--without-gossip", "--without-mingle"],
                 env)
@@ -97,7 +98,7 @@ def test_a_worker_refuses_to_start_beside_web_servers_it_cannot_read(
 def test_a_web_server_refuses_to_start_beside_workers_that_cannot_read_it(
         client: redis.Redis) -> None:
     contract_peers.announce(client, "worker", "reads=99 writes=99 worker-future:1")
-    env = stack_env({"ASSISTANT_REDIS_URL": redis_url(DB),
+    env = stack_env({"ASSISTANT_REDIS_URL": URL,
                      "ASSISTANT_WEB_BIND": f"127.0.0.1:{port(8729)}"})
     done = _run([sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
                  "web.wsgi:app"], env)
