@@ -12,6 +12,7 @@ from typing import Any
 
 from shared.config import DECLARED, PROCESS_VARS, ROLE_SPECS, Settings
 from shared.config_fields import Declared
+from shared.generated_doc import write_or_check
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
@@ -97,17 +98,7 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write docs/configuration.md, or with --check say whether it is up to date."""
-    args = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in args:
-        current = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-        if current != text:
-            print(f"{DOC} is out of date: run python -m shared.config_doc", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC}")
-    return 0
+    return write_or_check(DOC, render, "shared.config_doc", argv)
 
 
 if __name__ == "__main__":

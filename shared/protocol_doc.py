@@ -12,6 +12,7 @@ from pathlib import Path
 
 from shared.checks import CHECKS
 from shared.frame_types import CATALOGUE, DONE_FIELDS
+from shared.generated_doc import write_or_check
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
 
@@ -115,17 +116,7 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write docs/protocol.md, or with --check say whether it is up to date."""
-    args = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in args:
-        current = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-        if current != text:
-            print(f"{DOC} is out of date: run python -m shared.protocol_doc", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC}")
-    return 0
+    return write_or_check(DOC, render, "shared.protocol_doc", argv)
 
 
 if __name__ == "__main__":
