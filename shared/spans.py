@@ -38,6 +38,10 @@ _DRAWING = re.compile(r"[│├└┌┐┘┼─═║╔╗╚╝]")
 # corpus_jobs/chunker.py starts a later piece of a long section with at most this many
 # characters of the previous piece's tail.
 MAX_OVERLAP = 60
+# Interface keys whose text names a thing rather than saying something of it.
+_NAMING_KEYS = frozenset(
+    "title heading label button cta placeholder name email term confirm cancel".split())
+_NAMING_SUFFIXES = ("Title", "Heading", "Label", "Button", "Placeholder")
 # What a finished sentence, or one introducing what follows, ends with.
 _ENDS = (".", "!", "?", "…", ":", ";")
 
@@ -110,6 +114,13 @@ def _title_case(text: str) -> bool:
     words = [w for w in re.findall(r"[^\W\d_]+", text) if len(w) >= 4]
     return (bool(words) and all(w[0].isupper() for w in words)
             and len(text.split()) <= 6 and not text.rstrip().endswith(_ENDS))
+
+
+def _naming_key(key: str) -> bool:
+    """An interface text that names a thing (a title, a heading, a button, a field): the
+    JSON counterpart of a Markdown heading ("heading: Who is responsible")."""
+    last = key.rsplit(".", 1)[-1]
+    return last.lower() in _NAMING_KEYS or any(last.endswith(n) for n in _NAMING_SUFFIXES)
 
 
 def _quotable(piece: str) -> bool:
@@ -222,7 +233,7 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
              and not tail.rstrip("\"'”’»)]*_`").endswith(_ENDS))
             or (spans[-1].kind == "row" and not tail.endswith("|"))):
         spans.pop()
-    return [s for s in spans if _quotable(s.text_of(text))]
+    return [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
 
 
 def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[list[Span]]:

@@ -114,6 +114,15 @@ def test_a_sentence_the_chunker_cut_at_the_end_of_a_piece_is_not_quoted() -> Non
         == ["It has three steps:"]
 
 
+def test_an_interface_heading_or_button_is_no_quote() -> None:
+    text = ("controller.heading: Who is responsible for the data\n"
+            "controller.body: Ekaterina Kuzmina runs this service as an independent project.\n"
+            "invite.successTitle: The invitation was sent to them\n"
+            "hero.subtitle: The result of the whole panel in one triangle")
+    assert _texts(text) == ["Ekaterina Kuzmina runs this service as an independent project.",
+                            "The result of the whole panel in one triangle"]
+
+
 def test_drawings_images_and_bare_links_are_not_spans() -> None:
     text = ("├── app.py     # the server routes\n\n![The chart](img/chart.png)\n\n"
             "- [Overview](#overview)\n\nThe chart shows every opinion as a grey triangle.")
