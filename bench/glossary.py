@@ -8,14 +8,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import openai
-
 from shared.config import ModelRole
-from shared.errors import ModelError
-from shared.models import client_for
 from worker.pipeline.lexicon import cs_terms
 from worker.pipeline.prompt import prompt_text
-from worker.pipeline.rewrite import FEWSHOT_PROMPT
+from worker.pipeline.rewrite import FEWSHOT_PROMPT, complete_line
 
 MAX_WORDS = 4  # a label, not a sentence
 PER_QUESTION = 3
@@ -71,11 +67,4 @@ def glossary_prompt(text: str, hints: list[tuple[str, str]],
 def translate_with_glossary(role: ModelRole, text: str, glossary: Glossary,
                             timeout_s: float = 30) -> str:
     """translate_fewshot with the question's glossary hints; the original if nothing comes."""
-    prompt = glossary_prompt(text, glossary.hints(text))
-    try:
-        resp = client_for(role, timeout_s).completions.create(
-            model=role.model, prompt=prompt, temperature=0, max_tokens=80, stop=["\n"])
-    except openai.OpenAIError as exc:
-        raise ModelError(f"{role.name} call failed: {type(exc).__name__}") from exc
-    out = " ".join((resp.choices[0].text or "").split()).strip().strip('"').strip()
-    return out or text
+    return complete_line(role, glossary_prompt(text, glossary.hints(text)), timeout_s) or text

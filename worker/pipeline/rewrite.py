@@ -61,13 +61,17 @@ def translate_fewshot(role: ModelRole, text: str, timeout_s: float = 30,
     # same for every question, so llama.cpp reuses its evaluated tokens from the last call.
     # No newline after the last "English:": the model's line must continue it.
     prompt = prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))
+    return complete_line(role, prompt, timeout_s) or text
+
+
+def complete_line(role: ModelRole, prompt: str, timeout_s: float) -> str:
+    """A completion model's greedy next line after `prompt`, whitespace folded ("" if none)."""
     try:
         resp = client_for(role, timeout_s).completions.create(
             model=role.model, prompt=prompt, temperature=0, max_tokens=80, stop=["\n"])
     except openai.OpenAIError as exc:
         raise ModelError(f"{role.name} call failed: {type(exc).__name__}") from exc
-    out = " ".join((resp.choices[0].text or "").split()).strip().strip('"').strip()
-    return out or text
+    return " ".join((resp.choices[0].text or "").split()).strip().strip('"').strip()
 
 
 def rewrite_followup(role: ModelRole, message: str, history: tuple[Message, ...],
