@@ -1,10 +1,14 @@
-"""`make docker-smoke`: bring the compose project up for real, ask through it, scale it, tear down.
+"""`make docker-smoke`: bring the compose project up for real, ask through it, scale it, roll it
+to a next release under load, tear down.
 
 Steps, each timed and printed: up (production profile, local models) and wait for health; one
 question through the proxy with an independent WebSocket client (the `websockets` library, not
 our own client) and checks of the cited answer; then two web and two worker containers, a turn
 whose socket drops after a few tokens and resumes on the OTHER web container (proved from each
-container's access log) with gapless, duplicate-free frames; memory at rest; teardown with the
+container's access log) with gapless, duplicate-free frames; memory at rest; then a rolling
+upgrade of the worker and web services to a "next release" image, one container at a time in
+the order of docs/operations.md, while clients keep asking through the proxy, every turn
+counted (complete, error frame, silent, lost, gaps or duplicates in `seq`); teardown with the
 volumes. Exit 0 only when every check passed. Loopback only: the proxy is published on
 127.0.0.1; the containers talk on their own compose network.
 """
@@ -16,14 +20,17 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jwt
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,6 +41,17 @@ COMPOSE = os.environ.get("COMPOSE", "docker-compose").split()
 QUESTIONS = ("How does the search work?", "What does the assistant send to the model?",
              "How are answers checked?")
 FAILURES: list[str] = []
+# Every smoke client reaches the web tier as one address (the Docker network's gateway, set as
+# X-Forwarded-For by the proxy), so the rollout's load would trip the per-address limits made
+# for a real crowd; the smoke raises those two, on the web service only, with an override file.
+OVERRIDE = REPO / "var/docker/smoke-override.yaml"
+OVERRIDE_TEXT = """# Written by docker/smoke.py: every smoke client is one address behind the proxy.
+services:
+  web:
+    environment:
+      ASSISTANT_CLIENT_REQUEST_LIMIT: 1000/minute
+      ASSISTANT_CLIENT_MESSAGE_LIMIT: 5000/hour
+"""
 
 
 def say(text: str) -> None:
@@ -48,7 +66,7 @@ def check(ok: bool, what: str) -> None:
 
 def compose(*args: str, env: dict[str, str], capture: bool = False) -> str:
     proc = subprocess.run([*COMPOSE, "-p", PROJECT, "-f", str(REPO / "docker/compose.yaml"),
-                           *args], env=env, cwd=REPO, text=True,
+                           "-f", str(OVERRIDE), *args], env=env, cwd=REPO, text=True,
                           capture_output=capture, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"compose {' '.join(args)} failed ({proc.returncode}):\n"
@@ -184,6 +202,291 @@ def resume_across_webs(env: dict[str, str], secret: str) -> None:
           "the text streamed over both sockets equals the final answer")
 
 
+# --- the rolling upgrade (issue 29) ----------------------------------------------------------
+
+ROLLOUT_CLIENTS = int(os.environ.get("SMOKE_ROLLOUT_CLIENTS", "6"))
+SILENT_S = 60.0  # no frame at all for this long is silence (pings come every 15 s in a turn)
+TURN_LIMIT_S = 210.0  # the answer limit (180 s) and a margin: no final frame by then is silent
+RECONNECT_S = 60.0  # how long a client whose socket dropped keeps trying to resume
+GRACE_S = {"worker": 190, "web": 15}  # compose's stop_grace_period of each service
+# SMOKE_BROKEN_ROLLOUT=1: a deliberately wrong web step (both web containers stopped before any
+# new one starts, for longer than a client keeps trying): the turns in flight are lost and the
+# smoke must fail.
+BROKEN = os.environ.get("SMOKE_BROKEN_ROLLOUT") == "1"
+
+
+@dataclass
+class Turn:
+    """One turn asked through the proxy during the rollout, and how it ended."""
+
+    client: int
+    asked: float
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str = "running"
+    took: float = 0.0
+    closes: list[int] = field(default_factory=list)
+    resumes: int = 0
+    refused: int = 0  # new sockets refused while resuming
+
+
+def classify(frames: list[dict[str, Any]], resumes: int = 0) -> str:
+    """The outcome of a turn that got its final frame, counted as tests/fault_rounds.py does:
+    any repeated or missing seq first, then the final frame, then the streamed text."""
+    seqs = [f["seq"] for f in frames if f.get("seq") is not None]
+    if len(set(seqs)) != len(seqs):
+        return "duplicate frames"
+    if seqs != list(range(len(seqs))):
+        return "lost frames (a gap in seq)"
+    last = frames[-1]
+    if last["type"] == "error":
+        return f"error {last.get('code')}"
+    text = ""
+    for f in frames:
+        text = "" if f["type"] == "restart" else text + str(f.get("text", ""))
+    if text.strip() != str(last.get("answer", "")).strip():
+        return "streamed text differs from the answer"
+    return "complete (resumed)" if resumes else "complete"
+
+
+def failed_turn(outcome: str) -> bool:
+    """What fails the smoke: anything but a complete answer, or an error frame of the answer
+    time limit (504: the machine's load, not the rollout)."""
+    return not outcome.startswith("complete") and outcome != "error 504"
+
+
+class LoadClient(threading.Thread):
+    """One person asking through the proxy without pause, as the panel does: a ticket and a
+    socket per turn; a socket closed after the turn was accepted is replaced at once and the
+    turn resumed after the last seq received (on whichever web container the proxy picks);
+    one closed before that ends the turn as a connection error, as the panel shows it."""
+
+    def __init__(self, i: int, secret: str, stop: threading.Event, turns: list[Turn],
+                 lock: threading.Lock) -> None:
+        super().__init__(name=f"smoke-load-{i}", daemon=True)
+        self.i, self.secret, self.stop_asking, self.turns, self.lock = i, secret, stop, turns, lock
+        self.current: Turn | None = None
+
+    def run(self) -> None:
+        k = 0
+        while not self.stop_asking.is_set():
+            turn = Turn(self.i, time.monotonic())
+            with self.lock:
+                self.turns.append(turn)
+            self.current = turn
+            try:
+                self.one(turn, f"{QUESTIONS[k % len(QUESTIONS)]} (rollout {self.i}.{k})")
+            except Exception as exc:  # noqa: BLE001 - counted, never a crash of the smoke
+                turn.outcome = f"client error {exc!r}"
+            turn.took = time.monotonic() - turn.asked
+            self.current = None
+            k += 1
+
+    def socket(self, until: float, turn: Turn | None = None) -> ClientConnection | None:
+        """A ticket and a socket through the proxy; with `turn`, retried until `until`."""
+        while True:
+            try:
+                return open_socket(app_token(self.secret, f"smoke-rollout-{self.i}"))
+            except Exception:  # noqa: BLE001 - refused (502/503), reset, no ticket
+                if turn is None:
+                    raise
+                turn.refused += 1
+                if time.monotonic() >= until:
+                    return None
+                time.sleep(0.5)
+
+    def one(self, turn: Turn, message: str) -> None:
+        deadline = turn.asked + TURN_LIMIT_S
+        try:
+            ws = self.socket(deadline)
+        except Exception as exc:  # noqa: BLE001 - the panel shows a refusal before the ask
+            turn.outcome = f"error: no socket to ask on ({type(exc).__name__}: {exc})"[:160]
+            return
+        assert ws is not None
+        try:
+            ws.send(json.dumps({"type": "ask", "message": message}))
+            while True:
+                left = min(SILENT_S, deadline - time.monotonic())
+                try:
+                    if left <= 0:
+                        raise TimeoutError
+                    raw = ws.recv(timeout=left)
+                except TimeoutError:
+                    turn.outcome = "silent"
+                    return
+                except ConnectionClosed as exc:
+                    code = exc.rcvd.code if exc.rcvd is not None else 1006
+                    turn.closes.append(code)
+                    turn_id = next((f["turn"] for f in turn.frames if f.get("turn")), None)
+                    if turn_id is None:
+                        turn.outcome = f"error: socket closed ({code}) before the turn was accepted"
+                        return
+                    new = self.socket(min(deadline, time.monotonic() + RECONNECT_S), turn)
+                    if new is None:
+                        turn.outcome = "lost: no socket to resume on"
+                        return
+                    ws = new
+                    turn.resumes += 1
+                    after = max(f["seq"] for f in turn.frames if f.get("seq") is not None)
+                    ws.send(json.dumps({"type": "resume", "turn": turn_id, "after": after}))
+                    continue
+                frame = json.loads(raw)
+                if frame["type"] in ("ping", "pong"):
+                    continue
+                turn.frames.append(frame)
+                if frame["type"] in ("done", "error"):
+                    turn.outcome = classify(turn.frames, turn.resumes)
+                    return
+        finally:
+            ws.close()
+
+
+def service_containers(env: dict[str, str], service: str) -> list[str]:
+    return compose("ps", "-q", service, env=env, capture=True).split()
+
+
+def image_of(cid: str) -> str:
+    return subprocess.run(["docker", "inspect", "-f", "{{.Image}}", cid], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def start_one_more(env: dict[str, str], service: str) -> str:
+    """A container of the service beside the running ones, from the image `env` names:
+    `--no-recreate` leaves the old containers as they are."""
+    before = service_containers(env, service)
+    compose("up", "-d", "--no-deps", "--no-recreate", "--scale", f"{service}={len(before) + 1}",
+            service, env=env, capture=True)
+    new = [c for c in service_containers(env, service) if c not in before]
+    if len(new) != 1:
+        raise SystemExit(f"expected one new {service} container, got {new}")
+    return new[0]
+
+
+def wait_ready(service: str, cid: str, timeout_s: float = 180) -> float:
+    """Until a new worker has connected to the broker, or a new web container is healthy."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if service == "worker":
+            logs = subprocess.run(["docker", "logs", cid], capture_output=True, text=True)
+            if " ready." in logs.stdout + logs.stderr:
+                return time.monotonic() - started
+        elif subprocess.run(["docker", "inspect", "-f", "{{.State.Health.Status}}", cid],
+                            capture_output=True, text=True).stdout.strip() == "healthy":
+            return time.monotonic() - started
+        time.sleep(1)
+    raise SystemExit(f"the new {service} container {cid[:12]} was not ready in {timeout_s:.0f}s")
+
+
+def stop_and_remove(service: str, cid: str) -> tuple[float, int]:
+    """What a deploy does to the container it replaces: SIGTERM, the service's grace period,
+    then SIGKILL (`docker stop --time`); how long it took and its exit code."""
+    t0 = time.monotonic()
+    subprocess.run(["docker", "stop", "--time", str(GRACE_S[service]), cid], check=True,
+                   capture_output=True)
+    took = time.monotonic() - t0
+    code = int(subprocess.run(["docker", "inspect", "-f", "{{.State.ExitCode}}", cid],
+                              capture_output=True, text=True).stdout.strip() or -1)
+    subprocess.run(["docker", "rm", cid], check=True, capture_output=True)
+    return took, code
+
+
+def next_release_image(env: dict[str, str]) -> dict[str, str]:
+    """The "next release": the app image with a release label of its own, so it is another
+    image and every container really is replaced. The same code: what two different releases
+    do together is bench.faults' rollout round; here the containers, the proxy and compose's
+    grace periods are what is tested. The environment that names it."""
+    tag = f"{env['TAG']}-next"
+    dockerfile = (f"FROM become-assistant:{env['TAG']}\n"
+                  f"LABEL org.opencontainers.image.version=smoke-next-{int(time.time())}\n")
+    subprocess.run(["docker", "build", "-q", "-t", f"become-assistant:{tag}", "-"],
+                   input=dockerfile, text=True, check=True, capture_output=True)
+    return dict(env, TAG=tag)
+
+
+def rolling_upgrade(env: dict[str, str], secret: str) -> None:
+    """Workers, then web containers, one at a time, each replaced by a next-release container
+    started beside it before it gets SIGTERM (docs/operations.md, "Order of a rollout"),
+    while ROLLOUT_CLIENTS people keep asking; every turn asked meanwhile is counted."""
+    nxt = next_release_image(env)
+    new_image = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}",
+                                f"become-assistant:{nxt['TAG']}"], capture_output=True,
+                               text=True).stdout.strip()
+    old = {s: service_containers(env, s) for s in ("worker", "web")}
+    turns: list[Turn] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    clients = [LoadClient(i, secret, stop, turns, lock) for i in range(ROLLOUT_CLIENTS)]
+    for c in clients:
+        c.start()
+    time.sleep(3)  # every client has a turn running
+    in_flight: list[int] = []
+    stops: list[tuple[str, float, int]] = []
+    t0 = time.monotonic()
+    rollout_s = 0.0
+    try:
+        for service in ("worker", "web"):
+            if service == "web" and BROKEN:
+                in_flight.append(sum(c.current is not None for c in clients))
+                for cid in old["web"]:
+                    took, code = stop_and_remove("web", cid)
+                    stops.append(("web", took, code))
+                say(f"  BROKEN step: both web containers stopped; new ones in "
+                    f"{RECONNECT_S + 10:.0f}s")
+                time.sleep(RECONNECT_S + 10)
+                for _ in old["web"]:
+                    wait_ready("web", start_one_more(nxt, "web"))
+                break
+            for cid in old[service]:
+                new = start_one_more(nxt, service)
+                ready = wait_ready(service, new)
+                if service == "web":
+                    time.sleep(6)  # the proxy re-reads the service's addresses every 5 s
+                in_flight.append(sum(c.current is not None for c in clients))
+                took, code = stop_and_remove(service, cid)
+                stops.append((service, took, code))
+                say(f"  {service} {cid[:12]} -> {new[:12]}: new one ready in {ready:.0f}s, "
+                    f"old one stopped (SIGTERM) in {took:.1f}s, exit {code}, "
+                    f"{in_flight[-1]} turns in flight at the SIGTERM")
+        rollout_s = time.monotonic() - t0
+    finally:
+        stop.set()
+        for c in clients:
+            c.join(TURN_LIMIT_S + RECONNECT_S)
+    say(f"rollout of 2 workers + 2 web containers in {rollout_s:.0f}s; the load's last turns "
+        f"ended {time.monotonic() - t0 - rollout_s:.0f}s later; load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    outcomes: dict[str, int] = {}
+    for t in turns:
+        outcomes[t.outcome] = outcomes.get(t.outcome, 0) + 1
+    closes = [c for t in turns for c in t.closes]
+    say(f"  {len(turns)} turns asked during the rollout: "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items())))
+    say(f"  sockets closed under a turn: {len(closes)} (codes {sorted(set(closes))}), resumed: "
+        f"{sum(t.resumes for t in turns)}, new sockets refused while resuming: "
+        f"{sum(t.refused for t in turns)}; worst time to the final frame "
+        f"{max((t.took for t in turns), default=0):.1f}s")
+    for t in turns:
+        if failed_turn(t.outcome) or t.outcome.startswith("error"):
+            last = t.frames[-1] if t.frames else {}
+            say(f"  turn of client {t.client} after {t.took:.1f}s: {t.outcome}; frames "
+                f"{[f.get('seq') for f in t.frames]}; last {str(last)[:200]}")
+    check(len(turns) >= ROLLOUT_CLIENTS and all(n > 0 for n in in_flight),
+          f"turns were in flight at every SIGTERM ({in_flight})")
+    check(all(code == 0 and took < GRACE_S[s] for s, took, code in stops),
+          "every replaced container exited by itself (0) within its grace period")
+    now = {s: service_containers(env, s) for s in ("worker", "web")}
+    check(all(len(now[s]) == len(old[s]) and not set(now[s]) & set(old[s]) and
+              all(image_of(c) == new_image for c in now[s]) for s in now),
+          "2 workers + 2 web containers, every one replaced by one of the next release")
+    check(not any(t.outcome == "running" for t in turns), "every turn ended (no client hung)")
+    check(not any(t.outcome == "silent" for t in turns), "no turn was silent")
+    check(not any("seq" in t.outcome or "duplicate" in t.outcome or "differs" in t.outcome
+                  for t in turns), "no lost or duplicated frame, no streamed text but the answer")
+    check(not any(t.outcome.startswith("lost") for t in turns),
+          "no turn lost its socket for good")
+    check(not any(failed_turn(t.outcome) for t in turns),
+          "every turn ended with a complete answer (or the time limit's 504 error frame)")
+
+
 def memory_at_rest() -> None:
     out = subprocess.run(["docker", "stats", "--no-stream", "--format",
                           "{{.Name}} {{.MemUsage}}"], capture_output=True, text=True).stdout
@@ -204,7 +507,10 @@ def main() -> int:
                REDIS_PASSWORD=secrets.token_hex(16),
                ASSISTANT_APP_JWT_SECRET=secret,
                ASSISTANT_ALLOWED_ORIGINS=f"http://127.0.0.1:{PORT}")
+    OVERRIDE.parent.mkdir(parents=True, exist_ok=True)
+    OVERRIDE.write_text(OVERRIDE_TEXT, encoding="utf-8")
     compose("down", "-v", "--remove-orphans", env=env)
+    say(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     try:
         say("up: production profile, local models, one web and one worker")
         t0 = time.monotonic()
@@ -233,12 +539,18 @@ def main() -> int:
         wait_healthy(env, 2)
         say(f"two web containers healthy after {time.monotonic() - t0:.0f}s")
         resume_across_webs(env, secret)
+
+        say(f"rolling upgrade: workers, then web containers, one at a time, to a next release, "
+            f"while {ROLLOUT_CLIENTS} clients ask")
+        rolling_upgrade(env, secret)
     finally:
         say("down -v")
         compose("down", "-v", "--remove-orphans", env=env)
         left = subprocess.run(["docker", "ps", "-q", "--filter", f"name={PROJECT}"],
                               capture_output=True, text=True).stdout.split()
         check(not left, "teardown left no container running")
+        subprocess.run(["docker", "rmi", f"become-assistant:{env['TAG']}-next"],
+                       capture_output=True)
     say(f"smoke finished in {time.monotonic() - started:.0f}s: "
         f"{'all checks passed' if not FAILURES else f'{len(FAILURES)} FAILED'}")
     return 1 if FAILURES else 0
