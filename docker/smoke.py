@@ -450,11 +450,12 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
                 if service == "web":
                     time.sleep(6)  # the proxy re-reads the service's addresses every 5 s
                 in_flight.append(sum(c.current is not None for c in clients))
+                term = time.monotonic() - t0
                 took, code = stop_and_remove(service, cid)
                 stops.append((service, took, code))
                 say(f"  {service} {cid[:12]} -> {new[:12]}: new one ready in {ready:.0f}s, "
-                    f"old one stopped (SIGTERM) in {took:.1f}s, exit {code}, "
-                    f"{in_flight[-1]} turns in flight at the SIGTERM")
+                    f"old one sent SIGTERM at +{term:.0f}s and stopped in {took:.1f}s, exit "
+                    f"{code}, {in_flight[-1]} turns in flight at the SIGTERM")
         rollout_s = time.monotonic() - t0
     finally:
         stop.set()
@@ -476,7 +477,8 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
     errors = [t for t in turns if failed_turn(t.outcome) or t.outcome.startswith("error")]
     for t in errors[:12]:
         last = t.frames[-1] if t.frames else {}
-        say(f"  turn of client {t.client} after {t.took:.1f}s: {t.outcome}; frames "
+        say(f"  turn of client {t.client} asked at +{t.asked - t0:.0f}s, ended after "
+            f"{t.took:.1f}s: {t.outcome}; frames "
             f"{[f.get('seq') for f in t.frames]}; last {str(last)[:200]}")
     if len(errors) > 12:
         say(f"  ... and {len(errors) - 12} more turns not complete")
