@@ -112,8 +112,12 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
             # The first pass asks the embeddings server (what a turn's quotes step costs).
             rank_spans(asked, passages, spans, vectors, _idf(lexical), english=lang != "cs")
             ms = (time.perf_counter() - t0) * 1000
+            # The best question-view similarity of the passages coverage reads (0 without
+            # question views in the index): Weights.question's signal.
+            views = corpus_store.question_similarity(
+                conn, vectors(asked, "query"), [p.id for p in passages[:COVERED]])
             out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
-                        "pvecs": pvecs,
+                        "pvecs": pvecs, "views": views,
                         "asked": asked, "lexical": lexical, "ms": ms,
                         "retrieval_hit": next((i for i, p in enumerate(passages, 1)
                                                if _hit(p, q)), None)})
@@ -156,13 +160,15 @@ def score(rows: list[dict], weights: Weights) -> dict:
         vmax = max(r["lexical"].bm25.idf.values())
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)
-        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english)
+        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english,
+                        asked=r["views"])
         q = r["q"]
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
         r["best"] = max((c.match for c in cands), default=0.0)
         top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
-        r["decision"] = decision(cands, r["cov"], top, weights, english) if cands else 0.0
+        r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"]) \
+            if cands else 0.0
         # The first quote when the form answers at all (the ranking alone, no decision).
         first = cands[0] if cands else None
         r["rank_hit"] = 1.0 if first and _hit(r["passages"][first.n], q) else 0.0
@@ -211,6 +217,10 @@ VARIANTS: dict[str, dict] = {
     "lexical .5": {"lexical": 0.5},
     "lexical .2": {"lexical": 0.2},
     "heading .3": {"heading": 0.3},
+    # Question views' best similarity in the decision (an index built with them).
+    **{f"question {w}": {"question": w, "question_other": w} for w in (0.5, 1.0, 2.0, 4.0)},
+    **{f"question {w} cs only": {"question_other": w} for w in (1.0, 2.0)},
+    **{f"question {w} en only": {"question": w} for w in (1.0, 2.0)},
     **{f"cs confidence {c} coverage {w}": {"confidence_other": c, "coverage_other": w}
        for c in (0.25, 0.5, 0.75, 1.0) for w in (2.0, 3.0, 4.0)},
 }
