@@ -76,7 +76,8 @@ def _hit(passage, q: dict) -> bool:
     return any(location_matches(passage, s, loc) for s, loc in targets)
 
 
-def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
+def collect(which: str, top_k: int, translate: bool = True,
+            language: str | None = None) -> list[dict]:
     """Per question: its passages, spans, and every span's score parts (vectors asked once)."""
     s = settings_from_env()
     config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=top_k)
@@ -97,6 +98,8 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
         conn_now.append(conn)
         for q in questions(which):
             lang = detect_language(q["question"])
+            if language is not None and q["language"] != language:
+                continue
             search = q["question"]
             if translate and lang == "cs" and s.fewshot_translates:
                 search = _translated(s, q["question"])
@@ -255,7 +258,7 @@ def variants(rows: list[dict], names: list[str]) -> None:
         w = dataclasses.replace(WEIGHTS, **VARIANTS[name])
         score(rows, w)
         line = [f"{name:18}"]
-        for lang in ("en", "cs"):
+        for lang in sorted({r["q"]["language"] for r in rows}):
             t, ia, iu = calibrate(rows, lang)
             firsts = [1.0 if r["decision"] >= t and r["rank_hit"] else 0.0 for r in rows
                       if r["q"]["language"] == lang and r["q"].get("expected_source")]
@@ -282,15 +285,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-translate", action="store_true",
                     help="search a Czech question as asked (no few-shot translation)")
     ap.add_argument("--show", action="store_true", help="print each question's first quote")
+    ap.add_argument("--language", choices=("en", "cs"), default=None,
+                    help="only the questions of this language")
     ap.add_argument("--variants", nargs="*", default=None, metavar="NAME",
                     help="compare named variants to the defaults (none named: all of them): "
                          + ", ".join(VARIANTS))
     args = ap.parse_args(argv)
-    rows = collect(args.set, args.top_k, not args.no_translate)
+    rows = collect(args.set, args.top_k, not args.no_translate, args.language)
     print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}, "
           f"translation {'off' if args.no_translate else 'as a turn runs it'}")
     print("defaults", WEIGHTS)
-    for lang in ("en", "cs"):
+    for lang in sorted({r["q"]["language"] for r in rows}):
         ranks = [r["retrieval_hit"] for r in rows if r["q"]["language"] == lang
                  and r["q"].get("expected_source")]
         print(f"retrieval {lang}: " + " ".join(
