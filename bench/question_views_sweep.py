@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,28 @@ def main() -> None:
     ap.add_argument("variants", help='JSON: {"name": {RetrievalConfig field: value}}')
     ap.add_argument("--translation", nargs="+", default=["tr", "none"], choices=["tr", "none"])
     ap.add_argument("--out", default="var/sweep")
+    ap.add_argument("--wait", type=float, default=0.0,
+                    help="seconds to wait for another process to cache a translation")
     args = ap.parse_args()
     s = get_settings()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    translate = cached_translator(out / "translations-twins.json", lambda text: {
+    path = out / "translations-twins.json"
+    own = cached_translator(path, lambda text: {
         "en": translate_fewshot(s.translator, text, 600, FEWSHOT_PROMPT)})
+
+    def translate(text: str) -> tuple[str, str]:
+        # Another process may be filling the same cache (--wait seconds): take its entry.
+        deadline = time.monotonic() + args.wait
+        while time.monotonic() < deadline:
+            try:
+                cache = json.loads(path.read_text()) if path.exists() else {}
+            except ValueError:  # caught mid-write
+                cache = {}
+            if text in cache:
+                return cache[text]["en"], text
+            time.sleep(5)
+        return own(text)
     how: dict[str, Callable[[str], tuple[str, str]] | None] = {"tr": translate, "none": None}
     variants: dict[str, dict[str, Any]] = json.loads(args.variants)
     base: dict[str, Any] | None = None

@@ -16,7 +16,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from corpus_jobs.questions import LANGUAGES, Entry, QuestionFile, dump_question_file
+from corpus_jobs.questions import (
+    LANGUAGES,
+    Entry,
+    QuestionFile,
+    dump_question_file,
+    question_digest,
+)
 
 OUT = Path(__file__).resolve().parent.parent / "corpus_jobs/manifests/become.questions.json"
 HOW = (
@@ -34,12 +40,6 @@ HOW = (
     "any measurement: never edited, added to or dropped from after a result was seen. "
     "sha256 of the questions (question_digest): {digest}."
 )
-
-
-def question_digest(questions: dict[str, dict]) -> str:
-    """sha256 of the questions object in a canonical form (keys sorted, no spaces)."""
-    canonical = json.dumps(questions, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def main() -> None:

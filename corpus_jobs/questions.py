@@ -76,6 +76,13 @@ def load_question_file(path: Path) -> QuestionFile:
         raise ConfigError(f"cannot read the questions file {path}: {exc}") from None
 
 
+def question_digest(questions: dict[str, dict]) -> str:
+    """sha256 of a questions file's `questions` object in a canonical form (keys sorted, no
+    spaces): the shipped file records it in its `how` when it is frozen."""
+    canonical = json.dumps(questions, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def dump_question_file(path: Path, qf: QuestionFile, corpus: str = "") -> None:
     """Write a questions file (sorted by source and section, so a diff shows what changed)."""
     order = sorted(qf.entries.items(), key=lambda kv: (kv[1].source, kv[1].section, kv[0]))

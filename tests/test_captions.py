@@ -48,8 +48,7 @@ def corpus(services: stack.Supervisor, settings: Settings, tmp_path: Path
     for name, text in DOCS.items():
         (tmp_path / "docs" / name).write_text(text)
     (tmp_path / "m.toml").write_text('name = "t"\nroot = "."\ninclude = ["docs/*.md"]\n'
-                                     'captions = "t.captions.json"\n'
-                                     'questions = "t.questions.json"\n')
+                                     'captions = "t.captions.json"\n')
     s = dataclasses.replace(
         settings, caption_languages=("en", "cs"),
         corpus_dsn=f"postgresql://corpus_owner@127.0.0.1:{PG_PORT}/{DB}",
@@ -191,6 +190,8 @@ def test_the_answer_model_sees_only_the_passage_text_and_the_checks_ground_on_it
     from worker.pipeline.turn import run_checks
 
     s, root = corpus
+    with (root / "m.toml").open("a") as f:
+        f.write('questions = "t.questions.json"\n')
     pieces, _, _ = load_pieces(load_manifest(root / "m.toml"))
     gamma = next(p for p in pieces if p.source == "docs/c.md")
     caption = "Delta-max is capped at 4711 experts, said only in this caption."
@@ -322,7 +323,9 @@ def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_sear
     from worker.pipeline.vectors import cached_vectors
 
     s, root = corpus
-    s = dataclasses.replace(s, caption_languages=(), caption_views=())
+    s = dataclasses.replace(s, caption_languages=(), caption_views=(), question_views=())
+    with (root / "m.toml").open("a") as f:
+        f.write('questions = "t.questions.json"\n')
     manifest = load_manifest(root / "m.toml")
     pieces, _, _ = load_pieces(manifest)
     asked = {"docs/a.md": ("Kde vyplním svůj odhad?",), "docs/b.md": ("Jak se počítá výsledek?",),
@@ -366,6 +369,6 @@ def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_sear
     assert again.questions == {"passages": 3, "questions": 6, "changed": 1, "stale": 1}
     assert again.questions_embedded == 0, "every kept question's vector from the cache"
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
-        kept = {q for _pid, _lang, q in corpus_store.question_views(conn)}
-    assert len(kept) == 6 and not kept & set(asked["docs/c.md"]), \
+        kept = corpus_store.question_views(conn)
+    assert len(kept) == 6 and not {q for _pid, _lang, q in kept} & set(asked["docs/c.md"]), \
         "the changed passage loses exactly its questions"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.questions_assemble import question_digest
 from corpus_jobs.build import load_pieces, passage_id
 from corpus_jobs.captions import caption_key
 from corpus_jobs.manifest import load_manifest
@@ -19,6 +18,7 @@ from corpus_jobs.questions import (
     QuestionFile,
     dump_question_file,
     load_question_file,
+    question_digest,
     question_views,
 )
 from shared.errors import ConfigError
@@ -126,6 +126,7 @@ def test_the_shipped_become_questions_cover_every_passage_and_are_frozen() -> No
 def test_question_views_setting() -> None:
     from shared.config import settings_from_env
 
+    assert settings_from_env({}).question_views == ("en", "cs"), "measured: both views"
     assert settings_from_env({"ASSISTANT_QUESTION_VIEWS": "off"}).question_views == ()
     assert settings_from_env({"ASSISTANT_QUESTION_VIEWS": "en,cs"}).question_views == \
         ("en", "cs")

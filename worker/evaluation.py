@@ -51,10 +51,10 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-v2": RetrievalConfig(**V2),
     # The default before issue 25's second round: no ranking over the captions' views.
     "hybrid-v3": RetrievalConfig(caption_cs=0.0, caption_en=0.0),
-    # Question views (issues 24, 25; an index built with ASSISTANT_QUESTION_VIEWS): their own
-    # ranking per language, or one ranking with the captions' views (docs/benchmarks.md).
-    "hybrid-questions": RetrievalConfig(question_cs=1.0, question_en=1.0),
-    "hybrid-questions-merged": RetrievalConfig(question_merge=True),
+    # The default before question views (issues 24, 25): no ranking over them.
+    "hybrid-v4": RetrievalConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
+    # Question views as one ranking with the captions' views (measured lower than apart).
+    "hybrid-questions-merged": RetrievalConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
     # English passages (issue 12, third round: measured, not a clear gain, not the default).
     "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),
