@@ -221,9 +221,9 @@ VARIANTS: dict[str, dict] = {
     "lexical .2": {"lexical": 0.2},
     "heading .3": {"heading": 0.3},
     # Question views' best similarity in the decision (an index built with them).
-    **{f"question {w}": {"question": w, "question_other": w} for w in (0.5, 1.0, 2.0, 4.0)},
-    **{f"question {w} cs only": {"question_other": w} for w in (1.0, 2.0)},
-    **{f"question {w} en only": {"question": w} for w in (1.0, 2.0)},
+    **{f"question {w:g}": {"question": w, "question_other": w} for w in (0.5, 1.0, 2.0, 4.0)},
+    **{f"question {w:g} cs only": {"question_other": w} for w in (1.0, 2.0)},
+    **{f"question {w:g} en only": {"question": w} for w in (1.0, 2.0)},
     **{f"cs confidence {c} coverage {w}": {"confidence_other": c, "coverage_other": w}
        for c in (0.25, 0.5, 0.75, 1.0) for w in (2.0, 3.0, 4.0)},
 }
