@@ -281,7 +281,8 @@ def cmd_corpus_build(args: argparse.Namespace) -> int:
     print(json.dumps(report.__dict__, indent=2) if args.json else
           f"\nindex {report.version}: {'unchanged (no-op)' if report.no_op else 'built'}; "
           f"{report.documents} documents, {report.passages} passages, "
-          f"{report.embedded} embedded, {report.seconds:.1f}s\n{captions_line(report)}")
+          f"{report.embedded} embedded, {report.seconds:.1f}s\n{captions_line(report)}"
+          f"\n{questions_line(report)}")
     return 0
 
 
@@ -294,6 +295,17 @@ def captions_line(report: Any) -> str:
             f"cache, {c['role']} written by the caption role ({report.caption_calls} calls), "
             f"{c['none']} without; {c['changed']} changed since the file was written, "
             f"{c['stale']} file entries unused")
+
+
+def questions_line(report: Any) -> str:
+    """How many question views the build kept, and how many passages lost theirs."""
+    q = report.questions
+    if not q:
+        return "question views: none"
+    return (f"question views: {q['questions']} questions of {q['passages']} passages from the "
+            f"questions file ({report.questions_embedded} newly embedded); {q['changed']} "
+            f"passages changed since the file was written (no questions), {q['stale']} file "
+            "entries unused")
 
 
 def cmd_status(args: argparse.Namespace) -> int:

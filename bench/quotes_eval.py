@@ -76,7 +76,8 @@ def _hit(passage, q: dict) -> bool:
     return any(location_matches(passage, s, loc) for s, loc in targets)
 
 
-def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
+def collect(which: str, top_k: int, translate: bool = True,
+            language: str | None = None) -> list[dict]:
     """Per question: its passages, spans, and every span's score parts (vectors asked once)."""
     s = settings_from_env()
     config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=top_k)
@@ -97,6 +98,8 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
         conn_now.append(conn)
         for q in questions(which):
             lang = detect_language(q["question"])
+            if language is not None and q["language"] != language:
+                continue
             search = q["question"]
             if translate and lang == "cs" and s.fewshot_translates:
                 search = _translated(s, q["question"])
@@ -112,8 +115,12 @@ def collect(which: str, top_k: int, translate: bool = True) -> list[dict]:
             # The first pass asks the embeddings server (what a turn's quotes step costs).
             rank_spans(asked, passages, spans, vectors, _idf(lexical), english=lang != "cs")
             ms = (time.perf_counter() - t0) * 1000
+            # The best question-view similarity of the passages coverage reads (0 without
+            # question views in the index): Weights.question's signal.
+            views = corpus_store.question_similarity(
+                conn, vectors(asked, "query"), [p.id for p in passages[:COVERED]])
             out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
-                        "pvecs": pvecs,
+                        "pvecs": pvecs, "views": views,
                         "asked": asked, "lexical": lexical, "ms": ms,
                         "retrieval_hit": next((i for i, p in enumerate(passages, 1)
                                                if _hit(p, q)), None)})
@@ -156,13 +163,15 @@ def score(rows: list[dict], weights: Weights) -> dict:
         vmax = max(r["lexical"].bm25.idf.values())
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)
-        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english)
+        chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english,
+                        asked=r["views"])
         q = r["q"]
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
         r["best"] = max((c.match for c in cands), default=0.0)
         top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
-        r["decision"] = decision(cands, r["cov"], top, weights, english) if cands else 0.0
+        r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"]) \
+            if cands else 0.0
         # The first quote when the form answers at all (the ranking alone, no decision).
         first = cands[0] if cands else None
         r["rank_hit"] = 1.0 if first and _hit(r["passages"][first.n], q) else 0.0
@@ -211,6 +220,10 @@ VARIANTS: dict[str, dict] = {
     "lexical .5": {"lexical": 0.5},
     "lexical .2": {"lexical": 0.2},
     "heading .3": {"heading": 0.3},
+    # Question views' best similarity in the decision (an index built with them).
+    **{f"question {w:g}": {"question": w, "question_other": w} for w in (0.5, 1.0, 2.0, 4.0)},
+    **{f"question {w:g} cs only": {"question_other": w} for w in (1.0, 2.0)},
+    **{f"question {w:g} en only": {"question": w} for w in (1.0, 2.0)},
     **{f"cs confidence {c} coverage {w}": {"confidence_other": c, "coverage_other": w}
        for c in (0.25, 0.5, 0.75, 1.0) for w in (2.0, 3.0, 4.0)},
 }
@@ -245,7 +258,7 @@ def variants(rows: list[dict], names: list[str]) -> None:
         w = dataclasses.replace(WEIGHTS, **VARIANTS[name])
         score(rows, w)
         line = [f"{name:18}"]
-        for lang in ("en", "cs"):
+        for lang in sorted({r["q"]["language"] for r in rows}):
             t, ia, iu = calibrate(rows, lang)
             firsts = [1.0 if r["decision"] >= t and r["rank_hit"] else 0.0 for r in rows
                       if r["q"]["language"] == lang and r["q"].get("expected_source")]
@@ -272,15 +285,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-translate", action="store_true",
                     help="search a Czech question as asked (no few-shot translation)")
     ap.add_argument("--show", action="store_true", help="print each question's first quote")
+    ap.add_argument("--language", choices=("en", "cs"), default=None,
+                    help="only the questions of this language")
     ap.add_argument("--variants", nargs="*", default=None, metavar="NAME",
                     help="compare named variants to the defaults (none named: all of them): "
                          + ", ".join(VARIANTS))
     args = ap.parse_args(argv)
-    rows = collect(args.set, args.top_k, not args.no_translate)
+    rows = collect(args.set, args.top_k, not args.no_translate, args.language)
     print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}, "
           f"translation {'off' if args.no_translate else 'as a turn runs it'}")
     print("defaults", WEIGHTS)
-    for lang in ("en", "cs"):
+    for lang in sorted({r["q"]["language"] for r in rows}):
         ranks = [r["retrieval_hit"] for r in rows if r["q"]["language"] == lang
                  and r["q"].get("expected_source")]
         print(f"retrieval {lang}: " + " ".join(

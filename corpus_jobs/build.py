@@ -27,6 +27,7 @@ from corpus_jobs.loaders import (
     load_text,
 )
 from corpus_jobs.manifest import Manifest
+from corpus_jobs.questions import load_question_file, question_views
 from shared import corpus_store
 from shared.config import Settings
 from shared.errors import ModelError
@@ -59,6 +60,11 @@ class BuildReport:
     caption_calls: int = 0
     # Quotable spans newly embedded into the cache (the quotes form reads them; _embed_spans).
     spans_embedded: int = 0
+    # Question views from the manifest's questions file: passages with questions, questions,
+    # passages the file has an older text of (`changed`, they get none), file entries no
+    # passage matches (`stale`); and how many question vectors were newly embedded.
+    questions: dict[str, int] = field(default_factory=dict)
+    questions_embedded: int = 0
 
 
 def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str],
@@ -194,8 +200,10 @@ def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[
 
 
 def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str, str],
-                 progress: Progress | None = None) -> tuple[dict[str, np.ndarray], int]:
-    """Passage embeddings of texts by content hash, from the cache or the embeddings role."""
+                 progress: Progress | None = None, kind: str = "passage"
+                 ) -> tuple[dict[str, np.ndarray], int]:
+    """Embeddings (as `kind`, passage or query) of texts by content hash, from the cache or
+    the embeddings role (a query's hash must say so: the cache's key is hash and model)."""
     model_key = f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
     have = _cached_embeddings(conn, model_key, list(by_hash))
     missing = [h for h in by_hash if h not in have]
@@ -203,7 +211,7 @@ def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str
     for start in range(0, len(missing), 16):
         batch = missing[start:start + 16]
         # A build is a batch job: a busy embedding server may take minutes for one batch.
-        vectors = embed(settings.embeddings, [by_hash[h] for h in batch], "passage",
+        vectors = embed(settings.embeddings, [by_hash[h] for h in batch], kind,
                         settings.embedding_prefix_mode, timeout_s=EMBED_TIMEOUT_S)
         with conn.transaction():
             for h, v in zip(batch, vectors, strict=True):
@@ -219,6 +227,10 @@ def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str
 
 def _caption_hash(lang: str, caption: str) -> str:
     return hashlib.sha256(f"caption\0{lang}\0{caption}".encode()).hexdigest()
+
+
+def _question_hash(lang: str, question: str) -> str:
+    return hashlib.sha256(f"question\0query\0{lang}\0{question}".encode()).hexdigest()
 
 
 def _embed_spans(conn: psycopg.Connection, settings: Settings,
@@ -308,6 +320,33 @@ def _write_caption_views(conn: psycopg.Connection, settings: Settings,
     return embedded
 
 
+def _write_question_views(conn: psycopg.Connection, settings: Settings,
+                          rows: list[tuple[str, str, str]], reader: str,
+                          progress: Progress | None = None) -> int:
+    """The staging table of question views (passage id, language, question, its embedding),
+    maybe empty; returns how many questions were embedded (the others came from the cache).
+    A question is embedded as a query: a person's question is compared with it (e5's
+    symmetric use), not with a passage."""
+    vectors, embedded = _embed_texts(
+        conn, settings, {_question_hash(lang, q): q for _pid, lang, q in rows}, progress,
+        kind="query")
+    staging = sql.Identifier(corpus_store.QUESTIONS_STAGING_TABLE)
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging))
+        conn.execute(sql.SQL(
+            "CREATE TABLE {} (id text NOT NULL, lang text NOT NULL, question text NOT NULL, "
+            "embedding vector({}) NOT NULL, PRIMARY KEY (id, lang, question))").format(
+            staging, sql.Literal(settings.embedding_dim)))
+        with conn.cursor().copy(sql.SQL("COPY {} (id, lang, question, embedding) FROM STDIN")
+                                .format(staging)) as copy:
+            for pid, lang, question in rows:
+                vec = vectors[_question_hash(lang, question)]
+                copy.write_row((pid, lang, question, "[" + ",".join(f"{x:.7g}" for x in vec)
+                                + "]"))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
+    return embedded
+
+
 def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5) -> None:
     """Swap staging in and mark the new version current, in one short transaction."""
     live = sql.Identifier(corpus_store.LIVE_TABLE)
@@ -326,6 +365,12 @@ def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5
                 conn.execute(sql.SQL("ALTER TABLE IF EXISTS {} RENAME TO {}").format(
                     sql.Identifier(corpus_store.CAPTIONS_STAGING_TABLE),
                     sql.Identifier(corpus_store.CAPTIONS_TABLE)))
+                # So do the question views.
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
+                    sql.Identifier(corpus_store.QUESTIONS_TABLE)))
+                conn.execute(sql.SQL("ALTER TABLE IF EXISTS {} RENAME TO {}").format(
+                    sql.Identifier(corpus_store.QUESTIONS_STAGING_TABLE),
+                    sql.Identifier(corpus_store.QUESTIONS_TABLE)))
                 conn.execute("UPDATE indexes SET current = false WHERE current")
                 conn.execute(
                     "INSERT INTO indexes (version, corpus_hash, manifest, embedding_model, dim, "
@@ -371,6 +416,10 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
     file = load_caption_file(manifest.captions) \
         if manifest.captions is not None and wanted else None
     role = settings.captions if wanted else None
+    asked = settings.question_views
+    qfile = load_question_file(manifest.questions) \
+        if manifest.questions is not None and asked else None
+    questions = question_views(pieces, qfile, asked)
     reader = _reader_role(settings)
     with corpus_store.connect(settings.corpus_dsn, autocommit=True) as conn:
         ensure_schema(conn, reader)
@@ -383,7 +432,8 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         # (the views only when there are some, so an index without them keeps its version).
         corpus_hash = hashlib.sha256("|".join((
             content_hash, settings.embeddings.model, settings.embedding_prefix_mode,
-            plan.digest(languages), *([f"views={plan.digest(views)}"] if views else []))
+            plan.digest(languages), *([f"views={plan.digest(views)}"] if views else []),
+            *([f"questions={questions.digest()}"] if questions.rows else []))
         ).encode()).hexdigest()
         version = corpus_hash[:12]
         counts = plan.counts()
@@ -396,10 +446,12 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             # Unchanged, but an index built before span vectors existed gains them here.
             spans = _embed_spans(conn, settings, passages)
             return BuildReport(version, True, documents, len(pieces), 0,
-                               time.monotonic() - started, counts, calls, spans)
+                               time.monotonic() - started, counts, calls, spans,
+                               questions.counts())
         vectors, embedded = _embed_missing(conn, settings, passages, progress)
         view_rows = caption_views(pieces, plan, views)
         view_embedded = _write_caption_views(conn, settings, view_rows, reader)
+        question_embedded = _write_question_views(conn, settings, questions.rows, reader)
         _write_staging(conn, settings, passages, vectors, reader)
         seconds = time.monotonic() - started
         _swap(conn, {
@@ -409,6 +461,10 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
                                     "prefix_mode": settings.embedding_prefix_mode,
                                     "caption_languages": list(languages),
                                     "caption_views": list(views),
+                                    "question_views": list(asked) if questions.rows else [],
+                                    "questions_file": manifest.questions.name
+                                    if qfile is not None and manifest.questions else None,
+                                    "questions": questions.counts(),
                                     "captions_file": manifest.captions.name
                                     if file is not None and manifest.captions else None,
                                     "caption_model": role.model if role else None,
@@ -419,9 +475,10 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         # After the swap: the index serves while its spans are embedded.
         spans = _embed_spans(conn, settings, passages)
     log.info("index %s: captions %s, %d caption calls, %d caption views (%d embedded), "
-             "%d span vectors", version, counts, calls, len(view_rows), view_embedded, spans)
+             "question views %s (%d embedded), %d span vectors", version, counts, calls,
+             len(view_rows), view_embedded, questions.counts(), question_embedded, spans)
     return BuildReport(version, False, documents, len(passages), embedded, seconds, counts,
-                       calls, spans)
+                       calls, spans, questions.counts(), question_embedded)
 
 
 def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,

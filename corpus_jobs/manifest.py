@@ -29,6 +29,8 @@ class Manifest:
     local_dir: Path | None = None
     # The captions data file shipped with the corpus (captions by content hash), if any.
     captions: Path | None = None
+    # The questions data file shipped with the corpus (question views by content hash), if any.
+    questions: Path | None = None
 
     def files(self) -> list[Path]:
         """Every included, non-excluded public file, sorted by relative path."""
@@ -101,6 +103,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
         raise ConfigError(f"corpus root {root} does not exist{hint}")
     local = data.get("local_dir")
     captions = data.get("captions")
+    questions = data.get("questions")
     return Manifest(
         name=str(data.get("name", p.stem)),
         path=p,
@@ -111,6 +114,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
         languages=tuple((str(r["glob"]), str(r["lang"])) for r in data.get("languages", [])),
         local_dir=(p.parent / local).resolve() if local else None,
         captions=(p.parent / str(captions)).resolve() if captions else None,
+        questions=(p.parent / str(questions)).resolve() if questions else None,
     )
 
 

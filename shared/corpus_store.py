@@ -19,6 +19,11 @@ STAGING_TABLE = "passages_staging"
 # no such table and serves without the views.
 CAPTIONS_TABLE = "passage_captions"
 CAPTIONS_STAGING_TABLE = "passage_captions_staging"
+# Question views (issues 24, 25): the questions a passage answers, from the manifest's questions
+# file, each embedded (as a query: a person's question is compared with them) and searched
+# apart from the text; written and swapped in with the passages, like the captions' views.
+QUESTIONS_TABLE = "passage_questions"
+QUESTIONS_STAGING_TABLE = "passage_questions_staging"
 
 SCHEMA_SQL = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -120,6 +125,60 @@ def caption_search(conn: psycopg.Connection, vector: list[float], k: int, lang: 
         conn.rollback()
         return []
     return [(r[0], float(r[1])) for r in rows]
+
+
+def question_views(conn: psycopg.Connection) -> list[tuple[str, str, str]]:
+    """(passage id, language, question) of the serving index's question views, in a stable
+    order; none for an index built without them."""
+    try:
+        rows = conn.execute(
+            f"SELECT id, lang, question FROM {QUESTIONS_TABLE} ORDER BY lang, id, question"
+        ).fetchall()
+    except psycopg.errors.UndefinedTable:
+        conn.rollback()
+        return []
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def view_search(conn: psycopg.Connection, vector: list[float], k: int, lang: str,
+                tables: tuple[str, ...] = (QUESTIONS_TABLE,)) -> list[tuple[str, float]]:
+    """Passages whose nearest view in `lang` (a question of QUESTIONS_TABLE, a caption of
+    CAPTIONS_TABLE, or either: one ranking of both) is nearest by cosine: (id, the best
+    view's similarity), best first; none for an index built without those views."""
+    vec = np.asarray(vector, dtype=np.float32)
+    parts = []
+    for table in tables:
+        if not _exists(conn, table):
+            continue
+        parts.append(f"SELECT id, embedding <=> %(v)s AS d FROM {table} WHERE lang = %(lang)s")
+    if not parts:
+        return []
+    rows = conn.execute(
+        f"SELECT id, 1 - min(d) AS sim FROM ({' UNION ALL '.join(parts)}) v "
+        "GROUP BY id ORDER BY min(d) LIMIT %(k)s", {"v": vec, "k": k, "lang": lang}).fetchall()
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def question_similarity(conn: psycopg.Connection, vectors: list[list[float]],
+                        ids: list[str]) -> float:
+    """The best cosine similarity of any of `vectors` with a question view (any language)
+    of the passages `ids`; 0 for an index without question views."""
+    if not ids or not vectors or not _exists(conn, QUESTIONS_TABLE):
+        return 0.0
+    best = 0.0
+    for vector in vectors:
+        row = conn.execute(
+            f"SELECT max(1 - (embedding <=> %(v)s)) FROM {QUESTIONS_TABLE} "
+            "WHERE id = ANY(%(ids)s)",
+            {"v": np.asarray(vector, dtype=np.float32), "ids": ids}).fetchone()
+        if row and row[0] is not None:
+            best = max(best, float(row[0]))
+    return best
+
+
+def _exists(conn: psycopg.Connection, table: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+    return bool(row and row[0])
 
 
 def dense_search(conn: psycopg.Connection, vector: list[float], k: int,

@@ -17,6 +17,8 @@ from corpus_jobs.build import build_index, load_pieces
 from corpus_jobs.caption_file import CaptionFile, Entry, dump_caption_file, load_caption_file
 from corpus_jobs.captions import caption_key
 from corpus_jobs.manifest import load_manifest
+from corpus_jobs.questions import Entry as QEntry
+from corpus_jobs.questions import QuestionFile, dump_question_file
 from shared import corpus_store
 from shared.config import ModelRole, Settings
 from tests.conftest import PG_PORT, set_script
@@ -183,36 +185,51 @@ def test_the_answer_model_sees_only_the_passage_text_and_the_checks_ground_on_it
         corpus: tuple[Settings, Path]) -> None:
     from shared.turn_request import TurnRequest
     from worker.pipeline.prompt import build_messages
-    from worker.pipeline.retrieve import retrieve
+    from worker.pipeline.retrieve import RetrievalConfig, retrieve
     from worker.pipeline.structured import verify
     from worker.pipeline.turn import run_checks
 
     s, root = corpus
+    with (root / "m.toml").open("a") as f:
+        f.write('questions = "t.questions.json"\n')
     pieces, _, _ = load_pieces(load_manifest(root / "m.toml"))
     gamma = next(p for p in pieces if p.source == "docs/c.md")
     caption = "Delta-max is capped at 4711 experts, said only in this caption."
     dump_caption_file(root / "t.captions.json", CaptionFile("t", "2026-12-02", "by a test", {
         caption_key(gamma): Entry(gamma.source, gamma.section, {"en": caption})}), "t")
+    # A question view that names a number no passage says: searched, never seen, never proof.
+    view = "Is Delta-max capped at 9413 experts?"
+    dump_question_file(root / "t.questions.json", QuestionFile("t", "2026-12-02", "by a test", {
+        caption_key(gamma): QEntry(gamma.source, gamma.section, {"en": (view,)})}), "t")
+    s = dataclasses.replace(s, question_views=("en",))
     build_index(s, load_manifest(root / "m.toml"))
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
-        retrieval = retrieve(conn, s, "How many experts is Delta-max capped at?")
+        assert [q for _pid, _lang, q in corpus_store.question_views(conn)] == [view]
+        retrieval = retrieve(conn, s, "How many experts is Delta-max capped at?",
+                             config=RetrievalConfig(question_en=1.0))
     found = [p for p in retrieval.passages if p.source == "docs/c.md"]
     assert found and caption in found[0].index_text, "the caption is searched"
+    assert view not in found[0].index_text and "9413" not in found[0].index_text
     n = retrieval.passages.index(found[0]) + 1
     question = "How many experts is Delta-max capped at?"
     messages = build_messages(question, (), retrieval, "en")
     sent = "\n".join(m["content"] for m in messages)
     assert "Gamma explains the maximum error." in sent
     assert "4711" not in sent and "only in this caption" not in sent
+    assert "9413" not in sent and view not in sent, "the answer model never sees a question view"
     req = TurnRequest(turn="t" * 32, user="u", message=question, language="en",
                       mode="workflow")
-    checks = run_checks(f"It is capped at 4711 experts [{n}].", retrieval, req, None, True)
-    assert checks["numbers"]["unconfirmed"] == ["4711"], "a caption grounds no number"
+    checks = run_checks(f"It is capped at 4711 or 9413 experts [{n}].", retrieval, req, None,
+                        True)
+    assert checks["numbers"]["unconfirmed"] == ["4711", "9413"], \
+        "neither a caption nor a question view grounds a number"
     raw = json.dumps({"answer": "x", "outcome": "answer", "sources": [], "quotes": [
         {"n": n, "text": "capped at 4711 experts"},
+        {"n": n, "text": "capped at 9413 experts"},
         {"n": n, "text": "explains the maximum error"}]})
     quotes = verify(raw, "x", retrieval).quotes
-    assert [q["found"] for q in quotes] == [False, True], "a caption grounds no quote"
+    assert [q["found"] for q in quotes] == [False, False, True], \
+        "neither a caption nor a question view grounds a quote"
 
 
 def test_caption_languages_setting() -> None:
@@ -298,3 +315,60 @@ def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_se
         "a view is searched apart: the Czech caption is not in the passage's index text"
     again = build_index(dataclasses.replace(s, caption_views=("cs",)), manifest, force=True)
     assert again.embedded == 0, "a forced rebuild embeds nothing new"
+
+
+def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_searches_them(
+        corpus: tuple[Settings, Path]) -> None:
+    from worker.pipeline.retrieve import RetrievalConfig, rank
+    from worker.pipeline.vectors import cached_vectors
+
+    s, root = corpus
+    s = dataclasses.replace(s, caption_languages=(), caption_views=(), question_views=())
+    with (root / "m.toml").open("a") as f:
+        f.write('questions = "t.questions.json"\n')
+    manifest = load_manifest(root / "m.toml")
+    pieces, _, _ = load_pieces(manifest)
+    asked = {"docs/a.md": ("Kde vyplním svůj odhad?",), "docs/b.md": ("Jak se počítá výsledek?",),
+             "docs/c.md": ("Jak moc se experti shodnou?", "Jak přesný je kompromis?")}
+    dump_question_file(root / "t.questions.json", QuestionFile("t", "2026-12-02", "by a test", {
+        caption_key(p): QEntry(p.source, p.section, {
+            "cs": asked[p.source], "en": (f"What does {p.section} explain?",)})
+        for p in pieces}), "t")
+    # A caption role nobody answers: the question views ask no model but the embeddings.
+    nobody = ModelRole("captions", "local", "nobody", "http://127.0.0.1:9/v1")
+    plain = build_index(dataclasses.replace(s, captions=nobody), manifest)
+    assert plain.questions == {"passages": 0, "questions": 0, "changed": 0, "stale": 0}
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        assert corpus_store.question_views(conn) == [], "off: no question views"
+
+    on = dataclasses.replace(s, captions=nobody, question_views=("en", "cs"))
+    built = build_index(on, manifest)
+    assert built.version != plain.version and built.caption_calls == 0
+    assert built.questions == {"passages": 4, "questions": 9, "changed": 0, "stale": 0}
+    assert built.questions_embedded == 8, "a question asked of two passages is embedded once"
+    question = "Jak moc se experti shodnou na výsledku?"
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        rows = corpus_store.question_views(conn)
+        assert len(rows) == 9 and {lang for _pid, lang, _q in rows} == {"en", "cs"}
+        built_with = conn.execute("SELECT settings FROM indexes WHERE current").fetchone()[0]
+        assert built_with["question_views"] == ["en", "cs"]
+        gamma = next(p.id for p in corpus_store.all_passages(conn) if p.source == "docs/c.md")
+        vector = cached_vectors(s, [question], "query")[0]
+        found = corpus_store.view_search(conn, vector, 5, "cs")
+        assert len(found) == 4 and found[0][0] == gamma, "a passage by its nearest question"
+        assert corpus_store.question_similarity(conn, [vector], [gamma]) == \
+            pytest.approx(found[0][1], abs=1e-5)
+        _, ranked, _ = rank(conn, on, RetrievalConfig(question_cs=5.0), question, limit=1,
+                            language="cs")
+        assert ranked[0][0] == gamma
+    assert not any("shodnou" in t for t in index_texts(s).values()), \
+        "a question view is searched apart: not in the passage's index text"
+
+    (root / "docs" / "c.md").write_text(DOCS["c.md"].replace("maximum", "largest"))
+    again = build_index(on, manifest)
+    assert again.questions == {"passages": 3, "questions": 6, "changed": 1, "stale": 1}
+    assert again.questions_embedded == 0, "every kept question's vector from the cache"
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        kept = corpus_store.question_views(conn)
+    assert len(kept) == 6 and not {q for _pid, _lang, q in kept} & set(asked["docs/c.md"]), \
+        "the changed passage loses exactly its questions"

@@ -51,6 +51,10 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-v2": RetrievalConfig(**V2),
     # The default before issue 25's second round: no ranking over the captions' views.
     "hybrid-v3": RetrievalConfig(caption_cs=0.0, caption_en=0.0),
+    # The default before question views (issues 24, 25): no ranking over them.
+    "hybrid-v4": RetrievalConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
+    # Question views as one ranking with the captions' views (measured lower than apart).
+    "hybrid-questions-merged": RetrievalConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
     # English passages (issue 12, third round: measured, not a clear gain, not the default).
     "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),
@@ -250,6 +254,7 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
         "index_version": version,
         "index_captions": built.get("caption_languages") or [],
         "index_caption_views": built.get("caption_views") or [],
+        "index_question_views": built.get("question_views") or [],
         "embedding_model": settings.embeddings.model,
         "settings": dataclasses.asdict(config),
         "seconds": round(time.monotonic() - started, 2),

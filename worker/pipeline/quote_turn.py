@@ -10,12 +10,20 @@ from typing import Any
 
 import psycopg
 
+from shared import corpus_store
 from shared.config import Settings
 from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.project_summary import summary_lines
 from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans, wording
-from worker.pipeline.quotes import COVERED, WEIGHTS, choose, coverage, rank_spans
+from worker.pipeline.quotes import (
+    COVERED,
+    WEIGHTS,
+    choose,
+    coverage,
+    rank_spans,
+    uses_question_views,
+)
 from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.structured import fold
 from worker.pipeline.types import Retrieval
@@ -51,7 +59,13 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
                         english=lang != "cs")
     covered = coverage(questions, passages[:COVERED], idf, max(idf_table.values(), default=1),
                        "max" if lang != "cs" else WEIGHTS.coverage_mix_other)
-    chosen = choose(ranked, passages, spans, covered, english=lang != "cs")
+    # The best similarity of the question (and its translation) with a question one of the
+    # passages answers (question views; only when the decision reads it).
+    asked = corpus_store.question_similarity(
+        conn, cached_vectors(settings, list(questions), "query", conn),
+        [p.id for p in passages[:COVERED]]) \
+        if uses_question_views(WEIGHTS, lang != "cs") else 0.0
+    chosen = choose(ranked, passages, spans, covered, english=lang != "cs", asked=asked)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
     answer = compose(chosen, passages, lang, lead)

@@ -42,12 +42,12 @@ class Weights:
     # Czech also reads retrieval's confidence (confidence_other below). The thresholds are
     # the ones that say "I don't know" on the most unanswerable questions of dev + held-out +
     # unanswerable while on at most 10 % of the answerable, in the middle of that gap
-    # (bench/quotes_eval.py calibrate), with issue 25's retrieval (caption views): they move
+    # (bench/quotes_eval.py calibrate), with the question views' retrieval: they move
     # with retrieval and are recalibrated after a retrieval change.
     coverage: float = 1.0
-    threshold: float = 1.348
+    threshold: float = 1.273
     coverage_other: float = 3.0
-    threshold_other: float = 1.806
+    threshold_other: float = 1.881
     # Further quotes: within this much of the best score.
     margin: float = 0.04
     max_quotes: int = 3
@@ -79,6 +79,12 @@ class Weights:
     # ("union"), or the better of the two separately ("max": a Czech passage meets the
     # question's words, an English one the translation's, neither diluted by the other's).
     lexical_mix_other: str = "union"
+    # The decision may also read the question views (an index built with them): this much
+    # times the best similarity of the question (or its translation) with a question one of
+    # the passages coverage reads answers (a question like one the passage answers is strong
+    # evidence the documentation answers it). 0 = off; measured in docs/benchmarks.md.
+    question: float = 0.0
+    question_other: float = 0.0
 
 
 WEIGHTS = Weights()
@@ -219,29 +225,39 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
 
 
 def decision(ranked: Sequence[Candidate], covered: float, top: float,
-             weights: Weights = WEIGHTS, english: bool = True) -> float:
+             weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0) -> float:
     """The score "I don't know" is decided on: the best span's match, plus the weighted
-    coverage, plus the weighted retrieval confidence `top` (the best fused score)."""
-    weight, conf = ((weights.coverage, weights.confidence) if english
-                    else (weights.coverage_other, weights.confidence_other))
-    return max((c.match for c in ranked), default=0.0) + weight * covered + conf * top
+    coverage, plus the weighted retrieval confidence `top` (the best fused score), plus the
+    weighted best question-view similarity `asked` (Weights.question)."""
+    weight, conf, views = ((weights.coverage, weights.confidence, weights.question) if english
+                           else (weights.coverage_other, weights.confidence_other,
+                                 weights.question_other))
+    return (max((c.match for c in ranked), default=0.0) + weight * covered + conf * top
+            + views * asked)
 
 
 def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
-            english: bool = True, top: float = 0.0) -> bool:
+            english: bool = True, top: float = 0.0, asked: float = 0.0) -> bool:
     """Whether the spans answer at all: the decision score clears the threshold (see
     Weights.threshold)."""
     threshold = weights.threshold if english else weights.threshold_other
-    return bool(ranked) and decision(ranked, covered, top, weights, english) >= threshold
+    return bool(ranked) and decision(ranked, covered, top, weights, english, asked) >= threshold
+
+
+def uses_question_views(weights: Weights, english: bool) -> bool:
+    """Whether the decision reads the question views (so the caller looks them up)."""
+    return (weights.question if english else weights.question_other) > 0
 
 
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
-           weights: Weights = WEIGHTS, english: bool = True) -> list[Candidate]:
+           weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0
+           ) -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping;
-    nothing when they do not answer (see answers)."""
+    nothing when they do not answer (see answers; `asked`: the best question-view
+    similarity of the passages coverage reads)."""
     top = max((p.score for p in passages[:COVERED]), default=0.0)
-    if not answers(ranked, covered, weights, english, top):
+    if not answers(ranked, covered, weights, english, top, asked):
         return []
     best = ranked[0].score
     chosen: list[Candidate] = []

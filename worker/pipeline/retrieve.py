@@ -75,6 +75,18 @@ class RetrievalConfig:
     # The same for an English question over the English captions (a Czech question's
     # translation searching them lost more than it found: not for it).
     caption_en: float = 1.0
+    # Question views (issues 24, 25; an index built with ASSISTANT_QUESTION_VIEWS): the RRF
+    # weight of a dense ranking of a Czech question's own wording over the Czech questions the
+    # passages answer, and of an English question over the English ones (0 = off), each passage
+    # ranked by its nearest question; `question_translation`: a Czech question's translation
+    # over the English ones. `question_merge`: instead, one view ranking per language over the
+    # captions and the questions together (a passage by its nearest view of either kind), with
+    # the caption view's weight (measured lower). Measured in docs/benchmarks.md ("Question
+    # views"): all three at 1 gain held-out Czech hit@3 +.10 and English MRR +.13.
+    question_cs: float = 1.0
+    question_en: float = 1.0
+    question_translation: float = 1.0
+    question_merge: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -192,18 +204,23 @@ def _rankings(search: _Search, query: str, own: str, expansion: str, czech: bool
         vector = vectors[1] if config.dense_original and translated else \
             (vectors[0] if not translated else search.vectors([own])[0])
         add(search.dense(vector, "en"), config.original_english)
-    if czech and dense and config.caption_cs > 0:
+    if czech and dense and (config.caption_cs > 0 or config.question_cs > 0):
         # The Czech wording by meaning over the Czech captions: a caption says in Czech what
-        # an English page is about, in the app's own Czech terms.
+        # an English page is about, in the app's own Czech terms; and over the Czech questions
+        # the passages answer.
         vector = vectors[1] if config.dense_original and translated else \
             (vectors[0] if not translated else search.vectors([own])[0])
-        found = corpus_store.caption_search(search.conn, vector, config.candidates, "cs")
+        for ranking, weight in _views(search, vector, "cs", config.caption_cs,
+                                      config.question_cs):
+            add(ranking, weight)
+    if not czech and dense and (config.caption_en > 0 or config.question_en > 0):
+        for ranking, weight in _views(search, vectors[0], "en", config.caption_en,
+                                      config.question_en):
+            add(ranking, weight)
+    if czech and translated and dense and config.question_translation > 0:
+        found = corpus_store.view_search(search.conn, vectors[0], config.candidates, "en")
         if found:
-            add(found, config.caption_cs)
-    if not czech and dense and config.caption_en > 0:
-        found = corpus_store.caption_search(search.conn, vectors[0], config.candidates, "en")
-        if found:
-            add(found, config.caption_en)
+            add(found, config.question_translation)
     if expansion and dense:
         add(search.dense(vectors[-1], "en"))
     bag = " ".join(freedict.load().english(
@@ -226,6 +243,24 @@ def _rankings(search: _Search, query: str, own: str, expansion: str, czech: bool
             add(czech_keywords_for(search.lexical).top(own, config.candidates),
                 config.czech_keywords)
     return rankings, weights
+
+
+def _views(search: _Search, vector: list[float], lang: str, caption: float, question: float
+           ) -> list[tuple[Ranking, float]]:
+    """The view rankings of one language with their weights: the captions' and the
+    questions' apart, or one ranking of both (RetrievalConfig.question_merge); a view the index
+    lacks adds none."""
+    conn, k = search.conn, search.config.candidates
+    if search.config.question_merge and caption > 0:
+        found = corpus_store.view_search(
+            conn, vector, k, lang, (corpus_store.CAPTIONS_TABLE, corpus_store.QUESTIONS_TABLE))
+        return [(found, caption)] if found else []
+    out: list[tuple[Ranking, float]] = []
+    if caption > 0 and (found := corpus_store.caption_search(conn, vector, k, lang)):
+        out.append((found, caption))
+    if question > 0 and (found := corpus_store.view_search(conn, vector, k, lang)):
+        out.append((found, question))
+    return out
 
 
 def _vectors(settings: Settings, texts: list[str]) -> list[list[float]]:
