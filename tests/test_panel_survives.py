@@ -1,4 +1,4 @@
-"""A chat that survives what people do (issue 27), in headless Chromium against the running
+"""A chat that survives what people do, in headless Chromium against the running
 stack: a reload mid-answer, a long outage, signing out, refusals, the chart on a phone and with
 many experts, the phone's question box, a long paste, sources one per section, regenerate,
 export and new chat, the thumbs. Each test saves a screenshot under test-artifacts/."""

@@ -229,7 +229,7 @@ test("a saved turn comes back finished, its answer or its error", () => {
   assert.deepEqual(lost.accept(STREAMED[0]), []);
 });
 
-test("a running turn's snapshot carries on after a reload from its last seq (issue 27)", () => {
+test("a running turn's snapshot carries on after a reload from its last seq", () => {
   const s = new TurnState({now: clock([0, 1500])});
   s.start();
   feed(s, frames([{type: "accepted"}, {type: "event", step: "retrieve", passages: 2, ms: 3},
@@ -267,7 +267,7 @@ test("the checks' warnings: a failed check names what to verify, one that could 
   feed(s, STREAMED);
   assert.deepEqual(s.warnings(), [{key: "checks.numbers", params: {list: "42 %"}}]);
 
-  // Issue 26: a bug inside a check on the server keeps the answer; the check is unavailable,
+  // A bug inside a check on the server keeps the answer; the check is unavailable,
   // neither passed (no silence) nor failed (no invented list).
   const t = new TurnState();
   t.start();
@@ -288,7 +288,7 @@ test("the checks' warnings: a failed check names what to verify, one that could 
   assert.deepEqual(u.warnings(), [{key: "checks.citationsUnavailable"}]);
 });
 
-test("prompt echo, repeat and weak matches are warned about (issue 24)", () => {
+test("prompt echo, repeat and weak matches are warned about", () => {
   const ok = {citations: {valid: true, cited: [1], invalid: []},
     numbers: {valid: true, unconfirmed: [], checked: 0}};
   const s = new TurnState();

@@ -110,7 +110,8 @@
       this.noteEl.hidden = true;
       this.langNoteEl = el("p", "ba-lang-note");
       this.langNoteEl.hidden = true;
-      // Under a regenerated answer that came out the same: why (B-31, issue 27).
+      // Under a regenerated answer that came out the same: why (every model call is at
+      // temperature 0, so the same question and sources give the same answer).
       this.sameNoteEl = el("p", "ba-same-note");
       this.sameNoteEl.hidden = true;
       this.previousAnswer = null;
@@ -204,7 +205,8 @@
           this.scheduleRender();
         } else if (c.type === "end") {
           if (this.link) this.link.close();
-          // A refusal that names its wait is tried again when the wait is over (B-28).
+          // A refusal that names its wait is tried again when the wait is over
+          // (docs/spec/behaviour.md B-2).
           const e = this.error;
           if (e && !this.started && e.retry_after > 0 && e.code !== CANCELLED) {
             this.retryAt = performance.now() + e.retry_after * 1000;
@@ -450,7 +452,8 @@
       }
     }
 
-    // A quiet note when the answer is in another language than the question (B-33).
+    // A quiet note when the answer is in another language than the question (the done frame's
+    // `language_differs`, checked in code).
     renderLangNote() {
       const d = this.done;
       // Not for quotes: no model wrote them, and each quote in another language says so.
@@ -588,7 +591,7 @@
         return;
       }
       this.noteEl.hidden = false;
-      // A question the server never took is a refusal, not a failure: said calmly (issue 27).
+      // A question the server never took is a refusal, not a failure: said calmly.
       this.noteEl.className = this.error.code === CANCELLED ? "ba-note ba-note-calm"
         : this.started ? "ba-note ba-note-error" : "ba-note ba-note-refusal";
       this.noteEl.textContent = this.errorText();

@@ -1,6 +1,6 @@
-// The quotes answer form (issue 24) as the reader sees it once the done frame is in: the
-// project's figures first (above the chart), then the lead-in and one quotation per quote with
-// its source (title › section, the original's link), or "I don't know" with its clarifying
+// The quotes answer form (worker/pipeline/quotes.py) as the reader sees it once the done frame is
+// in: the project's figures first (above the chart), then the lead-in and one quotation per quote
+// with its source (title › section, the original's link), or "I don't know" with its clarifying
 // question and the nearest sections as buttons that ask again. Built from the done frame's
 // `structured` block, with text nodes and a fixed set of elements only; no DOM of the panel.
 "use strict";

@@ -1,8 +1,8 @@
-// A small Markdown subset rendered on the DOM (B-31): paragraphs, bold, italic, lists, inline
-// code and line breaks. Headings, tables, images, links and block quotes become their text;
-// raw HTML stays text. Only text nodes and the elements p, strong, em, ul, ol, li, code, br
-// are created here; each number of a citation ([n], [1-3], [Zdroj 2], 【1】, ...) becomes
-// whatever ctx.citation(n) returns (with ctx.noCitations they stay text). Nothing is ever
+// A small Markdown subset rendered on the DOM (docs/spec/behaviour.md B-31): paragraphs, bold,
+// italic, lists, inline code and line breaks. Headings, tables, images, links and block quotes
+// become their text; raw HTML stays text. Only text nodes and the elements p, strong, em, ul, ol,
+// li, code, br are created here; each number of a citation ([n], [1-3], [Zdroj 2], 【1】, ...)
+// becomes whatever ctx.citation(n) returns (with ctx.noCitations they stay text). Nothing is ever
 // parsed as HTML (no innerHTML, outerHTML, insertAdjacentHTML or document.write).
 "use strict";
 

@@ -24,7 +24,7 @@
   const ANON_KEY = "become-assistant.anonymous-token";
   // Every key of this tab's session: signing out removes them all.
   const SESSION_KEYS = [SAVE_KEY, RUNNING_KEY, ANON_KEY];
-  const MAX_QUESTION = 4000;  // B-28: the length of one message
+  const MAX_QUESTION = 4000;  // the length of one message (docs/spec/behaviour.md section 9)
   const COUNTER_FROM = 3500;  // the counter shows from here on
   const UNDO_MS = 15000;  // how long New chat can be undone
   const FOLLOW_SLACK_PX = 48;
@@ -344,8 +344,9 @@
       const question = el("textarea");
       question.id = this.id("question");
       question.name = "question";
-      // One line that grows as the question does (up to a third of the screen); no maxLength:
-      // a longer paste is kept whole and the counter says what to shorten (B-28).
+      // One line that grows as the question does (up to a third of the screen); no maxLength: a
+      // longer paste is kept whole and the counter says what to shorten (docs/spec/behaviour.md
+      // section 9).
       question.rows = 1;
       this.bind(question, "form.label", "placeholder");  // the label is not shown on a phone
       question.setAttribute("aria-describedby", this.id("hint") + " " + this.id("counter"));
@@ -586,8 +587,8 @@
 
     // ---- conversation ----
 
-    // At most the last 20 messages and about 6,000 characters, oldest dropped first (B-19);
-    // earlier answers lose their [n] markers.
+    // At most the last 20 messages and about 6,000 characters, oldest dropped first
+    // (docs/spec/behaviour.md B-19); earlier answers lose their [n] markers.
     historyForAsk() {
       const messages = this.history.slice(-HISTORY_MESSAGES).map((m) => ({
         role: m.role,

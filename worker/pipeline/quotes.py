@@ -3,8 +3,8 @@
 The spans of the retrieved passages (spans.py) are ranked against the question by meaning (the
 embeddings role) and by words (BM25's idf over the index); the best one to three are quoted
 verbatim, each with its [n]. When none clears THRESHOLD the outcome is "I don't know" with one
-clarifying question naming the nearest sections (B-21). Weights and threshold were chosen on
-the dev and held-out sets (docs/benchmarks.md, "Quotes answer form").
+clarifying question naming the nearest sections (docs/spec/behaviour.md B-21). Weights and
+threshold were chosen on the dev and held-out sets (docs/benchmarks.md, "Quotes answer form").
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Weights:
     # Czech also reads retrieval's confidence (confidence_other below). The thresholds are
     # the ones that say "I don't know" on the most unanswerable questions of dev + held-out +
     # unanswerable while on at most 10 % of the answerable, in the middle of that gap
-    # (bench/quotes_eval.py calibrate), with issue 25's retrieval (caption views): they move
+    # (bench/quotes_eval.py calibrate), with the captions' views in retrieval: they move
     # with retrieval and are recalibrated after a retrieval change.
     coverage: float = 1.0
     threshold: float = 1.348
