@@ -15,19 +15,8 @@
 
   function companion(name) { return window[name]; }
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
-
-  // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
-  function plainHeading(text) {
-    return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
-      .replace(/\s+/g, " ").trim();
-  }
+  const el = Render.el;
+  const plainHeading = Render.plainHeading;
 
   // "Title > Section > Subsection" as plain text, the title not repeated.
   function sectionPath(section, title) {

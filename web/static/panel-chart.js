@@ -22,12 +22,7 @@
     return node;
   }
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
+  const el = window.BecomeAssistantRender.el;
 
   function finite(x) { return typeof x === "number" && Number.isFinite(x); }
 

@@ -7,20 +7,8 @@
 
 (function () {
   const Render = window.BecomeAssistantRender;
-
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
-
-  // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
-  function plainHeading(text) {
-    return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
-      .replace(/\s+/g, " ").trim();
-  }
+  const el = Render.el;
+  const plainHeading = Render.plainHeading;
 
   // A done frame of the quotes form whose structured block can be shown as such.
   function applies(done) {

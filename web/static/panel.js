@@ -71,12 +71,7 @@
     } catch (err) { /* storage off (private mode): the feature just does not persist */ }
   }
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
+  const el = Render.el;
 
   function fill(template, params) {
     return template.replace(/\{(\w+)\}/g, (m, name) =>
