@@ -619,8 +619,13 @@
       if (groups.length) this.chromeEl.appendChild(this.sourcesSection(groups, openSources));
     }
 
+    // The checks' warnings as sentences (panel-turn.js wordWarning), in the panel's language.
     warnings() {
-      return this.state.warnings().map((w) => this.t(w.key, w.params));
+      const table = I18N[this.panel.lang] || I18N.en;
+      const has = (key) => table[key] !== undefined || I18N.en[key] !== undefined;
+      const word = companion("BecomeAssistantTurnState").wordWarning;
+      return this.state.warnings().map((w) => word(w, has, (key, params) => this.t(key, params)))
+        .filter((text) => text !== null);
     }
 
     quotesSection(quotes) {
