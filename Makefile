@@ -8,9 +8,10 @@ APT_PACKAGES_RUN := redis-server
 # qemu-user and binutils: tests/test_portable_binaries.py disassembles the native code we ship
 # and runs it on an emulated CPU without AVX-512.
 # dict-freedict-*: tests/test_crosslingual.py reads Debian's Czech-English FreeDict dictionary
-# (GPL-2+), the lexicon of the non-default hybrid-freedict preset (docs/benchmarks.md, issue 12).
+# (GPL-2+), the lexicon of the non-default hybrid-freedict preset (docs/benchmarks.md,
+# "Cross-lingual retrieval offline").
 # redis-sentinel: tests/sentinel_set.py runs a primary, a replica and three Sentinels (the
-# failover tests and fault round, issue 29).
+# failover tests and fault round, docs/benchmarks.md "Redis Sentinel failover").
 APT_PACKAGES_TEST := redis-server redis-sentinel chromium qemu-user binutils \
 	dict-freedict-eng-ces dict-freedict-ces-eng
 

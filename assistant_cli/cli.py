@@ -504,7 +504,7 @@ def parser() -> argparse.ArgumentParser:
                     help="translate Czech questions with the few-shot translator (default: as "
                          "a chat turn does)")
     er.set_defaults(func=retrieval_cli.cmd_eval_retrieval)
-    # --- eval answers / eval seal (issue 14): all of it lives in assistant_cli/eval_cli.py ---
+    # --- eval answers / eval seal: all of it lives in assistant_cli/eval_cli.py ---
     from assistant_cli import eval_cli
 
     eval_cli.add_parsers(esub, DEFAULT_URL, _app_token)

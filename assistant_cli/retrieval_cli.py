@@ -26,8 +26,9 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     turn_how = evaluation.turn_translation(settings)
 
     def run(spec: str) -> dict:
-        # "NAME+fewshot" / "NAME+chat" / "NAME+none": this side's translation of Czech
-        # questions ("+fewshot-v1": issue 12's first few-shot prompt); no suffix: the turn's.
+        # "NAME+fewshot" / "NAME+chat" / "NAME+none": this side's translation of Czech questions
+        # ("+fewshot-v1": the first few-shot prompt, rewrite.FEWSHOT_PROMPT_V1); no suffix: the
+        # turn's.
         name, _, how = spec.partition("+")
         config, extra = evaluation.load_config(name, settings)
         dsn = extra.get("corpus_read_dsn") or args.dsn or settings.corpus_read_dsn
@@ -113,7 +114,7 @@ def _pipeline_line(r: dict, name: str, how: str, turn_how: str, role: Any) -> st
                  else f"retrieval settings {name!r}")
     translated = {"none": "not translated", "chat": "translated by the translation role",
                   "fewshot": "translated by the few-shot translator",
-                  "fewshot-v1": "translated by the few-shot translator (issue-12 prompt)"}[how]
+                  "fewshot-v1": "translated by the few-shot translator (first prompt)"}[how]
     if role is not None:
         translated += f" ({role.model} at {role.base_url})"
     same = name == "chat" and how == turn_how

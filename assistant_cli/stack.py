@@ -424,9 +424,10 @@ def start_translator_server(sup: Supervisor, port: int, name: str = "translator"
 
 
 def warm_translator(base_url: str, model: str = "gemma-3-270m") -> bool:
-    """Translate one greeting so the server has evaluated the few-shot prompt's head (the same
-    for every question; llama.cpp keeps it between requests): otherwise the first Czech
-    question waits 4-7 s for it (docs/benchmarks.md, issue 12). False when the call fails."""
+    """Translate one greeting so the server has evaluated the few-shot prompt's head (the same for
+    every question; llama.cpp keeps it between requests): otherwise the first Czech question waits
+    4-7 s for it (docs/benchmarks.md, "Cross-lingual retrieval offline"). False when the call
+    fails."""
     from shared.config import ModelRole
     from shared.errors import ModelError
     from worker.pipeline.rewrite import translate_fewshot

@@ -1,4 +1,5 @@
-"""Time to the first token of the final answer per mode (B-20), with instant scripted models.
+"""Time to the first token of the final answer per mode (docs/spec/behaviour.md B-20), with instant
+scripted models.
 
 The scripted chat and embedding servers answer at once, so the times are ours: the decision
 calls (`tools`, `tool_choice`), the tools (a search is a real pgvector + BM25 retrieval), the

@@ -1,4 +1,5 @@
-"""Captions as views of their own, a glossary for the translator, and fusion weights (issue 25).
+"""Captions as views of their own, a glossary for the translator, and fusion weights
+(docs/benchmarks.md, "Second round: captions as views of their own").
 
 A prototype on the serving index (English captions in the passages' text): for a Czech
 question, extra rankings over the passages' captions alone, fused with the chat turn's:

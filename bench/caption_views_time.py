@@ -1,4 +1,5 @@
-"""What the captions' views add to retrieval, per question and language (issue 25).
+"""What the captions' views add to retrieval, per question and language
+(docs/benchmarks.md, "Captions shipped with the corpus").
 
 Ranks every dev and held-out question with the default settings and with `hybrid-v3` (no
 views), alternately, on the serving index: query vectors are embedded once first and Czech

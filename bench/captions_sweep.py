@@ -1,4 +1,5 @@
-"""Captions off / English / English + Czech, by paired bootstrap (issue 25).
+"""Captions off / English / English + Czech, by paired bootstrap (docs/benchmarks.md, "Captions
+shipped with the corpus").
 
 One index per caption setting (each built into a database of its own with
 ASSISTANT_CAPTION_LANGUAGES=off / en / en,cs and `corpus build --dsn`), every retrieval mode

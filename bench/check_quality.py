@@ -1,4 +1,5 @@
-"""Check quality (issue 12): recall on planted errors and false flags on clean answers.
+"""Check quality (docs/benchmarks.md, "Check quality"): recall on planted errors and false flags on
+clean answers.
 
 A generator with a fixed seed builds answers in English and Czech over real passages of the
 BeCoMe corpus (the markdown files under the corpus folder, split at headings and blank lines,
@@ -26,13 +27,13 @@ Every answer comes with an earlier answer in its conversation (a clean answer ov
 passages; for `repeat`, the one it repeats), so the clean categories also measure false
 prompt-echo and repeat flags: quoting a passage sentence must not count as an echo.
 
-It runs our checks (every one the registry declares, worker.pipeline.checks.run_all) and prints, per category
-and language,
-recall (planted error flagged) or the false-flag rate (clean answer flagged at all). The
-templates were written from the issue's list of forms and ordinary answer sentences before the
-checker was tuned against this bench; a planted number is ungrounded by the spec's own rule
-(B-25: not in the passages, not a rounding or truncation of one, not a percentage's fraction),
-computed here with its own simple reading of the passages, not with the checker's. Run:
+It runs our checks (every one the registry declares, worker.pipeline.checks.run_all) and prints,
+per category and language, recall (planted error flagged) or the false-flag rate (clean answer
+flagged at all). The templates were written from a list of the forms models write and ordinary
+answer sentences before the checker was tuned against this bench; a planted number is ungrounded by
+the spec's own rule (docs/spec/behaviour.md B-25: not in the passages, not a rounding or truncation
+of one, not a percentage's fraction), computed here with its own simple reading of the passages,
+not with the checker's. Run:
 
     .venv/bin/python -m bench.check_quality [--corpus ../shared/corpus/become] [-n 250]
         [--seed 12] [--show 3]
@@ -107,8 +108,8 @@ _SMALL_WORDS = {w: i for i, w in enumerate(
 
 
 def all_values(texts: list[str]) -> set[Decimal]:
-    """Every value the passages could be said to hold, read broadly (for planting only); B-25
-    counts numbers written as words too."""
+    """Every value the passages could be said to hold, read broadly (for planting only);
+    docs/spec/behaviour.md B-25 counts numbers written as words too."""
     values: set[Decimal] = set()
     for text in texts:
         values |= {Decimal(_SMALL_WORDS[w.lower()]) for w in re.findall(r"\w+", text)
@@ -126,14 +127,17 @@ def all_values(texts: list[str]) -> set[Decimal]:
 _ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)
 
 
-PINNED = {Decimal(v) for v in (2, 3, 20, 40, 100)}  # B-25's pinned constants
+# The pinned constants of docs/spec/behaviour.md B-25.
+PINNED = {Decimal(v) for v in (2, 3, 20, 40, 100)}
 
 
 def is_grounded(value: Decimal, decimals: int, values: set[Decimal]) -> bool:
-    """B-25 by the spec's words: pinned, present, or a passage value rounded or truncated to it,
-    or a percentage of a passage fraction (and the other way round)."""
+    """docs/spec/behaviour.md B-25 by the spec's words: pinned, present, or a passage value rounded
+    or truncated to it, or a percentage of a passage fraction (and the other way round)."""
     if value in PINNED or (decimals == 0 and 1900 <= value <= 2099):
-        return True  # a pinned constant; a bare year is a date, not a number to check (B-25)
+        # A pinned constant; a bare year is a date, not a number to check
+        # (docs/spec/behaviour.md B-25).
+        return True
     step = Decimal(1).scaleb(-decimals)
     for v in (value, value / 100, value * 100):
         if v in values:
@@ -173,7 +177,8 @@ def write_number(value: str, lang: str, rng: random.Random, percent: bool = Fals
 
 
 def round_like_a_writer(value: str, rng: random.Random) -> str:
-    """As written, or rounded or truncated to fewer decimals (B-25 accepts both)."""
+    """As written, or rounded or truncated to fewer decimals (docs/spec/behaviour.md B-25 accepts
+    both)."""
     _, _, frac = value.partition(".")
     if not frac or rng.random() < 0.5:
         return value
@@ -377,7 +382,8 @@ class Generator:
             if is_grounded(Decimal(value), decimals, values):
                 continue
             if kind == "negative" and is_grounded(-Decimal(value), decimals, values):
-                continue  # B-25 reads a grounding negative's magnitude generously
+                # docs/spec/behaviour.md B-25 reads a grounding negative's magnitude generously.
+                continue
             shown = write_number(value, lang, rng, percent=kind == "percent")
             if kind == "percent" and is_grounded(Decimal(value) / 100, decimals + 2, values):
                 continue

@@ -1,6 +1,6 @@
 """A Czech->English glossary from the app's own short interface labels, shown to the few-shot
-translator as examples of the question's domain words (issue 25): "Maximální chyba" is
-"Maximum Error", not "minimum error"."""
+translator as examples of the question's domain words (docs/benchmarks.md, "Captions shipped with
+the corpus"): "Maximální chyba" is "Maximum Error", not "minimum error"."""
 
 from __future__ import annotations
 

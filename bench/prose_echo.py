@@ -1,5 +1,6 @@
-"""The bundled model's prose answers to the first N dev questions (issue 24): how many repeat the
-example sentence the old question prompt held, and how many the prompt_echo check flags.
+"""The bundled model's prose answers to the first N dev questions (docs/benchmarks.md, "Prose
+answers of the bundled model without the example sentence"): how many repeat the example sentence
+the old question prompt held, and how many the prompt_echo check flags.
 
 Run it once on this checkout and once on one from before the change (PYTHONPATH), against the
 BeCoMe index and a SmolLM2 server (greedy decoding, 100 tokens):

@@ -45,8 +45,8 @@ SETS = {
     "unanswerable": REPO / "bench" / "retrieval" / "heldout-unanswerable.jsonl",
     "quotes": REPO / "bench" / "retrieval" / "heldout-quotes.jsonl",
 }
-# The quotes form's own confirm set (issue 24): written and committed before anything ran on
-# it, read only after the weights and thresholds were tuned on the other sets.
+# The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
+# anything ran on it, read only after the weights and thresholds were tuned on the other sets.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes")
 
 

@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--questions", nargs="+", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--prompt", choices=sorted(PROMPTS), default="twins",
-                    help="the few-shot prompt: twin examples (default) or issue 12's first")
+                    help="the few-shot prompt: twin examples (default) or the first (v1)")
     args = ap.parse_args()
     prompt = PROMPTS[args.prompt]
     role = get_settings().translator

@@ -1,5 +1,5 @@
-"""Where a weak match begins (issue 24): fused scores of the passages a turn gives the model,
-on questions the documentation answers and on questions it cannot.
+"""Where a weak match begins (docs/benchmarks.md, "Weak matches"): fused scores of the passages a
+turn gives the model, on questions the documentation answers and on questions it cannot.
 
 Each question is searched as a turn searches it (a Czech one through the offline few-shot
 translator when the settings use it, translations cached as in bench.crosslingual_sweep;

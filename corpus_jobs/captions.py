@@ -1,5 +1,6 @@
-"""Captions for indexing (B-8): from the manifest's captions file, then the caption cache, then
-the caption role, then none; cached by content hash, so nothing is captioned twice."""
+"""Captions for indexing (docs/spec/behaviour.md B-8): from the manifest's captions file, then the
+caption cache, then the caption role, then none; cached by content hash, so nothing is captioned
+twice."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """A demo BeCoMe app: the read-only part of its API that the assistant uses. Dev/test fixture only.
 
-Implements become-app-api.md (sections 1-4) for login, /users/me and the project, opinions,
-result, members and invitations reads, over its own PostgreSQL database. The schema is created
-and seeded on start (demo_app.seed); the stored results are read from a table, not computed per
-request. Where our client reads the API, the shapes are the real app's: timestamps in UTC
-without an offset ("2026-11-30T12:00:00"), `null` for an empty description and for a member
-without a photo, `calculated_at` = the first calculation's time, and /api/v1/health answering
+Implements docs/spec/become-app-api.md (sections 1-4) for login, /users/me and the project,
+opinions, result, members and invitations reads, over its own PostgreSQL database. The schema is
+created and seeded on start (demo_app.seed); the stored results are read from a table, not computed
+per request. Where our client reads the API, the shapes are the real app's: timestamps in UTC
+without an offset ("2026-11-30T12:00:00"), `null` for an empty description and for a member without
+a photo, `calculated_at` = the first calculation's time, and /api/v1/health answering
 `{"status": "ok", "version": ...}`.
 
 Demo accounts, made-up and for local development and tests only: alice@example.com,
@@ -15,10 +15,10 @@ bob@example.com, carol@example.com (and every other seeded expert), all with the
 Differences from the real app: no refresh, writes, photo bytes or rate limits; logout keeps its
 list of revoked token ids in memory, as the real app does; login answers `refresh_token: null`.
 
-Optional extension, off by default: with `--opt-out-flag` (or DEMO_APP_OPT_OUT_FLAG=1) each
-member also carries `hidden_from_assistants`, an opt-out flag the real app does NOT have
-(become-app-api.md section 5). It exists only to exercise our client's handling of such a flag;
-without it the members' answers are the real app's shape.
+Optional extension, off by default: with `--opt-out-flag` (or DEMO_APP_OPT_OUT_FLAG=1) each member
+also carries `hidden_from_assistants`, an opt-out flag the real app does NOT have
+(docs/spec/become-app-api.md section 5). It exists only to exercise our client's handling of such a
+flag; without it the members' answers are the real app's shape.
 
     python -m demo_app.app --port 8031 \
         --dsn postgresql://become_demo@127.0.0.1:5434/become_demo \
@@ -96,7 +96,7 @@ def _unauthorized() -> ApiError:
 
 def _validation_error(location: str, name: str, kind: str, message: str,
                       value: object) -> ApiError:
-    """A 422 shaped like FastAPI's validation errors (the contract's section 1)."""
+    """A 422 shaped like FastAPI's validation errors (docs/spec/become-app-api.md section 1)."""
     return ApiError(422, [{"type": kind, "loc": [location, name], "msg": message,
                            "input": value}])
 

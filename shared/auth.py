@@ -12,8 +12,9 @@ import jwt
 
 from shared.errors import Unauthorized
 
-# The app's access tokens live 15 minutes by default (become-app-api.md): a token that claims
-# to live longer than this was not minted for a browser session. ASSISTANT_APP_JWT_MAX_LIFETIME_S.
+# The app's access tokens live 15 minutes by default (docs/spec/become-app-api.md): a token that
+# claims to live longer than this was not minted for a browser session.
+# ASSISTANT_APP_JWT_MAX_LIFETIME_S.
 MAX_LIFETIME_S = 24 * 3600
 
 

@@ -25,7 +25,7 @@ class Check:
     # The block's fields besides `valid`, each with one line of meaning (docs/protocol.md).
     fields: Mapping[str, str]
     # The sentence a reader sees when the check flags an answer (the CLI; the panel has its
-    # own translated texts, web/static/panel-i18n.js `checks.*`).
+    # own translated texts, web/static/panel-i18n.js `checks.<name>`).
     warning: Callable[[Block], str]
     # Every turn runs it (else only the answer forms that produce what it checks).
     always: bool = True

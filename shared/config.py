@@ -49,7 +49,8 @@ PROFILE_ALIASES = {"deployed": "production"}
 PROVIDERS = ("local", "api")
 MODES = ("workflow", "agent", "hybrid")
 # auto: `quotes` while the answer role is the bundled tiny model, `prose` with any other: it
-# proves the pipeline, it cannot write a grounded answer (issue 24).
+# proves the pipeline, it cannot write a grounded answer (docs/benchmarks.md,
+# "Prose answers of the bundled model without the example sentence").
 ANSWER_FORMS = ("auto", "quotes", "prose", "structured")
 RETRIEVAL_MODES = ("hybrid", "dense", "bm25")
 SWITCH = ("auto", "on", "off")
@@ -205,9 +206,9 @@ class Settings:
     embeddings: ModelRole = role(
         "embeddings", "EMBEDDING", "multilingual-e5-small-q4", "http://127.0.0.1:8082/v1",
         meaning="embeds questions and passages", health=True, server="embeddings")
-    # The offline translator of Czech questions (issue 12): a base model behind a few-shot
-    # completion prompt (Gemma 3 270M; llama.cpp's server). Used when the translation role
-    # is local and ASSISTANT_TRANSLATE_QUERIES is auto.
+    # The offline translator of Czech questions (docs/benchmarks.md, "Cross-lingual retrieval
+    # offline"): a base model behind a few-shot completion prompt (Gemma 3 270M; llama.cpp's
+    # server). Used when the translation role is local and ASSISTANT_TRANSLATE_QUERIES is auto.
     translator: ModelRole = role(
         "translator", "TRANSLATOR", "gemma-3-270m", "http://127.0.0.1:8083/v1",
         meaning="the offline translator of Czech questions (Gemma 3 270M base, few-shot "
@@ -229,13 +230,13 @@ class Settings:
         "ASSISTANT_ANSWER_CHAT_FORMAT", TRIMMED, "",
         "the GGUF's llama.cpp chat format, only when the file carries no chat template")
     # English only: with the Czech captions too, held-out Czech hit@3 fell .83 -> .74 behind
-    # the translation step (issue 25, docs/benchmarks.md).
+    # the translation step (docs/benchmarks.md, "Captions shipped with the corpus").
     caption_languages: tuple[str, ...] = setting(
         "ASSISTANT_CAPTION_LANGUAGES", LANGUAGES, ("en",),
-        "the captions indexed in front of each passage (B-8): `en`, `en,cs`, `cs` or `off` "
+        "the captions indexed in front of each passage: `en`, `en,cs`, `cs` or `off` "
         "(English only measured best, docs/benchmarks.md)")
     # A question's wording by meaning over the captions of its own language finds pages its
-    # words miss (issue 25, docs/benchmarks.md).
+    # words miss (docs/benchmarks.md, "Captions shipped with the corpus").
     caption_views: tuple[str, ...] = setting(
         "ASSISTANT_CAPTION_VIEWS", LANGUAGES, ("en", "cs"),
         "the captions the index also keeps embedded apart from the passage text, each searched "
@@ -276,8 +277,8 @@ class Settings:
         "`auto` (`quotes` with the bundled tiny answer model, `prose` with any other), "
         "`quotes` (the documentation's own words, chosen in code, no model call), `prose` or "
         "`structured` (JSON schema, verified quotes)", choices=ANSWER_FORMS)
-    # B-20: workflow (code fetches everything), agent (the model calls read-only tools) or
-    # hybrid (workflow retrieval and project summary, the rest through tools).
+    # docs/spec/behaviour.md B-20: workflow (code fetches everything), agent (the model calls
+    # read-only tools) or hybrid (workflow retrieval and project summary, the rest through tools).
     assistant_mode: str = setting(
         "ASSISTANT_MODE", WORD, "workflow",
         "`workflow`, `agent` (the model reads through read-only tools) or `hybrid` "
@@ -372,7 +373,7 @@ class Settings:
         "proxy, set it: otherwise every client counts as the proxy and shares one limit bucket "
         "(a warning is logged)",
         shown_default="unset (`production`: required, `none` when there is no proxy)")
-    # Limits (section 9): moving windows.
+    # Limits (docs/spec/behaviour.md section 9): moving windows.
     user_message_limit: str = setting("ASSISTANT_USER_MESSAGE_LIMIT", RATE, "60/hour",
                                       "messages per user")
     client_request_limit: str = setting(
@@ -401,7 +402,7 @@ class Settings:
 
     @property
     def translates(self) -> bool:
-        """Whether Czech questions are translated for the search (B-13).
+        """Whether Czech questions are translated for the search (docs/spec/behaviour.md B-13).
 
         `auto` translates only with a hosted translation role: the offline model is
         English-only, and translating with it cut hit@3 by 0.13 (docs/benchmarks.md).
@@ -413,7 +414,7 @@ class Settings:
     @property
     def fewshot_translates(self) -> bool:
         """Whether Czech questions go to the offline few-shot translator (`auto` with a local
-        translation role; measured in docs/benchmarks.md, issue 12)."""
+        translation role; measured in docs/benchmarks.md, "Cross-lingual retrieval offline")."""
         return self.translate_queries == "auto" and self.translation.provider == "local"
 
     @property

@@ -14,9 +14,9 @@ from shared.passage import PASSAGE_COLUMNS, Passage
 
 LIVE_TABLE = "passages"
 STAGING_TABLE = "passages_staging"
-# Captions as views of their own (issue 25): a passage's caption in a language, searched apart
-# from its text; written and swapped in with the passages. An index built without them has
-# no such table and serves without the views.
+# Captions as views of their own (docs/benchmarks.md, "Captions shipped with the corpus"): a
+# passage's caption in a language, searched apart from its text; written and swapped in with the
+# passages. An index built without them has no such table and serves without the views.
 CAPTIONS_TABLE = "passage_captions"
 CAPTIONS_STAGING_TABLE = "passage_captions_staging"
 # Question views (issues 24, 25): the questions a passage answers, from the manifest's questions

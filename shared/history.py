@@ -1,4 +1,5 @@
-"""The conversation history a turn may carry (B-19), bounded on the server as in the panel.
+"""The conversation history a turn may carry (docs/spec/behaviour.md B-19), bounded on the server
+as in the panel.
 
 The one bounding: the web tier bounds what a client sent, the worker bounds again what reaches
 a prompt (after it drops the [n] markers of earlier answers), both with `bound_history`.

@@ -20,7 +20,8 @@ SLOVAK_WORDS = frozenset("je aký aká aké prečo kde ako sú nie čo ktorý kt
 
 
 def detect_language(text: str) -> str:
-    """'cs', 'en' or 'unknown'; unsure is unknown, so no language line is added (B-23)."""
+    """'cs', 'en' or 'unknown'; unsure is unknown, so no language line is added
+    (docs/spec/behaviour.md B-23)."""
     words = [w.lower() for w in WORD.findall(text)]
     if len(words) < 2:
         return "unknown"

@@ -1,4 +1,5 @@
-"""The BeCoMe method (become-app-api.md section 6) and the figures derived from it, in code."""
+"""The BeCoMe method (docs/spec/become-app-api.md section 6) and the figures derived from it, in
+code."""
 
 from __future__ import annotations
 

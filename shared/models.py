@@ -11,7 +11,8 @@ import openai
 from shared.config import ModelRole
 from shared.errors import ModelError
 
-EMBED_BATCH = 16  # hosted endpoints refuse more than 25 texts a request (B-12)
+# Hosted endpoints refuse more than 25 texts a request (docs/spec/behaviour.md B-12).
+EMBED_BATCH = 16
 E5_PREFIX = {"query": "query: ", "passage": "passage: "}
 
 

@@ -3,7 +3,8 @@
 The block (web/project/context.py) mixes values the app stores as numbers (opinion bounds, the
 scale, counts, the stored result) and figures computed in code with text members typed (names,
 positions, the description, the unit, the Likert decision). A member who writes "the best
-compromise is 77.7" in the description must not make an answer saying 77.7 pass (issue 26).
+compromise is 77.7" in the description must not make an answer saying 77.7 pass:
+what members type is theirs, not the app's data.
 
 The web tier's block, the agent's prefetched block and the worker's block of tool texts are all
 cut from the same lines, so one reader of those lines serves every path. It reads only the parts

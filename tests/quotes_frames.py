@@ -1,5 +1,5 @@
-"""Done frames of the quotes answer form (the worker's contract for issue 24), written out by
-hand from the BeCoMe documentation's own sentences, to drive the panel and the CLI."""
+"""Done frames of the quotes answer form (the contract of worker/pipeline/quote_turn.py), written
+out by hand from the BeCoMe documentation's own sentences, to drive the panel and the CLI."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Agent and hybrid modes (B-20) against the real web tier, Redis, Celery worker, PostgreSQL and
-the demo BeCoMe app; the scripted OpenAI-compatible server plays the model, tool calls included.
+"""Agent and hybrid modes (docs/spec/behaviour.md B-20) against the real web tier, Redis, Celery
+worker, PostgreSQL and the demo BeCoMe app; the scripted OpenAI-compatible server plays the model,
+tool calls included.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A capable model one setting away (issue 24, item 4): ASSISTANT_ANSWER_GGUF serves the user's
+"""A capable model one setting away: ASSISTANT_ANSWER_GGUF serves the user's
 GGUF through the bundled llama.cpp server for the answer and translation roles, with its chat
 format and a context that fits the longest prompt; the banner says what serves."""
 

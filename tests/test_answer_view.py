@@ -98,7 +98,7 @@ def test_terminal_sees_the_stream_then_the_quotes_written_over_it() -> None:
     done = quotes_done("en")
     for i in range(0, len(done["answer"]), 7):
         printer.token(done["answer"][i:i + 7])
-    # Tokens are written as they come, `**bold**` as the terminal's bold (issue 27).
+    # Tokens are written as they come, `**bold**` as the terminal's bold.
     streamed = done["answer"].replace("**Lower Δmax**", "\033[1mLower Δmax\033[22m")
     assert "**" not in streamed and out.getvalue() == streamed
     printer.done(done)

@@ -1,4 +1,4 @@
-"""App JWT verification, as the BeCoMe app signs them (become-app-api.md 1.3).
+"""App JWT verification, as the BeCoMe app signs them (docs/spec/become-app-api.md 1.3).
 
 Every refused token differs from a valid one in exactly one thing (a claim, the key or the
 algorithm), so each case is refused for its own reason and a check removed from

@@ -1,4 +1,4 @@
-"""Captions for indexing (issue 25): the shipped file, the cache, the caption role, the
+"""Captions for indexing: the shipped file, the cache, the caption role, the
 `corpus captions` command, and what the answer model and the checks see, against the real
 PostgreSQL+pgvector and embedding server."""
 

@@ -1,4 +1,4 @@
-"""GET /projects/<id>/chart (issue 26, item 2): the per-address request window comes before
+"""GET /projects/<id>/chart: the per-address request window comes before
 any app read, a chart is reused for a few seconds, and only what the chart shows is cleaned.
 The web app runs in-process on a real Redis; the BeCoMe app is a small HTTP server on
 loopback that counts its reads."""

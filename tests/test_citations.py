@@ -1,5 +1,6 @@
-"""Citation reading (B-24, issue 12): every form a model writes, in English, Czech and Russian,
-each number verified against the passages the model got. Table-driven; each case says why."""
+"""Citation reading (docs/spec/behaviour.md B-24): every form a model writes, in English, Czech and
+Russian, each number verified against the passages the model got. Table-driven; each case says
+why."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class Cite(NamedTuple):
 CASES = [
     # plain, lists and ranges
     Cite("plain", "The mean is used [1].", 3, (1,), (), "the form the prompt asks for"),
-    Cite("zero", "Never a passage [0].", 3, (0,), (0,), "B-24: [0] never points at a passage"),
+    Cite("zero", "Never a passage [0].", 3, (0,), (0,),
+         "docs/spec/behaviour.md B-24: [0] never points at a passage"),
     Cite("list-comma", "Both say so [1, 2].", 3, (1, 2), (), "a list of two"),
     Cite("list-comma-invalid", "Both say so [1, 5].", 3, (1, 5), (5,),
          "a wrong number inside a list is flagged"),
@@ -35,9 +37,9 @@ CASES = [
     Cite("list-and-en", "Both say so [1 and 2].", 3, (1, 2), (), "an English 'and' list"),
     Cite("list-a-cs", "Obě to říkají [1 a 3].", 3, (1, 3), (), "a Czech 'a' list"),
     Cite("list-space", "Both say so [1 2].", 3, (1, 2), (),
-         "issue 26: a list separated by a space alone"),
+         "a list separated by a space alone"),
     Cite("list-space-invalid", "Both say so [7 9].", 1, (7, 9), (7, 9),
-         "issue 26: the peer's case, two wrong passage numbers in a space-separated list"),
+         "the peer suite's case, two wrong passage numbers in a space-separated list"),
     Cite("list-space-three", "All of them [1 2 3].", 3, (1, 2, 3), (), "three, space-separated"),
     Cite("link-citation", "See [1](https://x) now.", 3, (1,), (),
          "a citation written as a markdown link is still a citation"),
@@ -167,7 +169,7 @@ def _streamed_forms_never_leak(seed: int) -> None:
 
 
 def test_stripping_a_citation_link_takes_its_target() -> None:
-    """Issue 26: stripping `See [1](https://x) now` must not leave `(https://x)` behind."""
+    """Stripping `See [1](https://x) now` must not leave `(https://x)` behind."""
     assert strip_markers("See [1](https://x) now") == "See  now"
     assert strip_markers("See [Source 2](docs/a.md#part-1).") == "See ."
     assert strip_markers("As [this step](#step-7) says") == "As [this step](#step-7) says"

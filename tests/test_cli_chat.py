@@ -1,4 +1,4 @@
-"""The CLI as a person uses it (issue 16, item 11): `login` at the BeCoMe app keeps a token only
+"""The CLI as a person uses it: `login` at the BeCoMe app keeps a token only
 the user can read, `ask --project` then works and says what it waits for, sources read as plain
 text, every option has help, and `status` checks the app API."""
 
@@ -112,7 +112,7 @@ def test_manifest_source_url_pattern_links_the_section() -> None:
 
 
 def test_check_warnings_say_when_a_check_could_not_run() -> None:
-    """Issue 26: an unavailable check is neither passed nor failed, and never a crash."""
+    """An unavailable check is neither passed nor failed, and never a crash."""
     assert check_warnings({"citations": {"valid": True, "cited": [1], "invalid": []},
                            "numbers": {"valid": True, "unconfirmed": [], "checked": 0}}) == []
     assert check_warnings({"citations": {"valid": False, "cited": [4], "invalid": [4]},

@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it (issue 27, item 12): `status` reads the app the running stack
+"""The CLI as a new user meets it: `status` reads the app the running stack
 serves and lists the translator, `projects` lists ids, `login` finds the demo app, bold is
 bold on a terminal and plain in a pipe, languages have names, an empty `--project` is an
 error, and a refused sign-in names the login command."""

@@ -1,6 +1,6 @@
 """docker/compose.yaml's shape, read as YAML (no Docker here): which service holds which
 secret, Redis with a password, Flower behind a Host check, PostgreSQL without `trust`
-(issue 26 item 10). `make docker-smoke` runs the file for real."""
+(docs/security.md). `make docker-smoke` runs the file for real."""
 
 from __future__ import annotations
 

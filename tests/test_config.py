@@ -157,7 +157,7 @@ def test_translation_of_czech_questions(env: dict[str, str], translates: bool) -
 
 
 def test_a_hosted_translator_over_plain_http_is_refused_in_production() -> None:
-    """Issue 26 item 7: the translator is a role like any other for the production check."""
+    """The translator is a role like any other for the production check."""
     env = {**PRODUCTION, "ASSISTANT_API_KEY": "sk-hosted", "ASSISTANT_TRANSLATOR_PROVIDER": "api",
            "ASSISTANT_TRANSLATOR_BASE_URL": "http://other.example/v1"}
     with pytest.raises(ConfigError) as err:
@@ -167,7 +167,7 @@ def test_a_hosted_translator_over_plain_http_is_refused_in_production() -> None:
 
 
 def test_the_shared_key_never_reaches_a_translator_on_another_host() -> None:
-    """Issue 26 item 7: the shared-key guard sees the translator too."""
+    """The shared-key guard sees the translator too."""
     with pytest.raises(ConfigError, match="ASSISTANT_TRANSLATOR_API_KEY"):
         settings_from_env({"ASSISTANT_API_KEY": "sk-1", "ASSISTANT_ANSWER_PROVIDER": "api",
                            "ASSISTANT_ANSWER_BASE_URL": "https://api.example/v1",
@@ -227,7 +227,7 @@ def test_a_role_added_to_the_registry_is_seen_by_every_check(
 
 
 def test_a_production_process_without_the_app_secret_verifies_no_token() -> None:
-    """Issue 26 item 10: workers, beat and the index build get no app secret. Unset, it is
+    """Workers, beat and the index build get no app secret. Unset, it is
     empty (never the dev secret) and the production check accepts that; set, it must be
     strong; the web tier refuses to start without it."""
     from web import create_app

@@ -1,4 +1,4 @@
-"""Cross-lingual retrieval (issue 12): the interface-text dictionary, English slots for a
+"""Cross-lingual retrieval: the interface-text dictionary, English slots for a
 Czech question, the few-shot translation step against the scripted server, and the whole
 path against the real PostgreSQL+pgvector and embedding server."""
 
@@ -130,7 +130,7 @@ def test_fewshot_examples_are_the_apps_own_twin_questions() -> None:
     from worker.pipeline.prompt import prompt_text
 
     new, old = prompt_text(FEWSHOT_PROMPT), prompt_text(FEWSHOT_PROMPT_V1)
-    assert new.endswith(old), "the three issue-12 examples stay, last before the question"
+    assert new.endswith(old), "the three hand-written examples stay, last before the question"
     lines = new[: -len(old)].splitlines()
     examples = list(zip(lines[0::2], lines[1::2], strict=True))
     assert len(examples) >= 15

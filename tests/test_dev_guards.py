@@ -1,4 +1,4 @@
-"""Dev foot-guns (issue 26 item 9): own visitor ids, a loopback-only dev bind, the login gate."""
+"""Dev foot-guns: own visitor ids, a loopback-only dev bind, the login gate."""
 
 from __future__ import annotations
 

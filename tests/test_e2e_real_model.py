@@ -40,8 +40,8 @@ def test_cli_ask_streams_and_prints_sources(real_stack: Stack) -> None:
     assert "Sources:" in proc.stdout
     sources = proc.stdout.split("Sources:")[1]
     assert re.search(r"\[\d\] How the BeCoMe assistant works > How the search works", sources)
-    # The 135M model's prose often cites nothing now that no prompt holds an example sentence
-    # (issue 24); the answer is printed before its sources all the same.
+    # The 135M model's prose often cites nothing now that no prompt holds an example sentence;
+    # the answer is printed before its sources all the same.
     assert proc.stdout.split("Sources:")[0].strip(), "an answer is printed"
 
 

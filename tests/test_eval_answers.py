@@ -1,5 +1,6 @@
-"""`eval answers` (B-35): the real path with scripted answer and judge models, blind judging,
-known metrics, judge agreement, sealed sets, and a killed run resumed without repeating."""
+"""`eval answers` (docs/spec/behaviour.md B-35): the real path with scripted answer and judge
+models, blind judging, known metrics, judge agreement, sealed sets, and a killed run resumed
+without repeating."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /feedback (issue 26, item 1): rate-limited per address, at most one pending task per
+"""POST /feedback: rate-limited per address, at most one pending task per
 turn on a queue of its own (never `turns`), and a comment PostgreSQL cannot store refused with
 422. The web app runs in-process on a real Redis, its tasks go to a real broker there; no
 worker consumes that database, so the broker's queues show exactly what was sent."""

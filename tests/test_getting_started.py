@@ -1,4 +1,4 @@
-"""Getting started (issue 27, item 11): the demo page names the demo accounts and explains the
+"""Getting started: the demo page names the demo accounts and explains the
 five demo projects (the injection test among them) and how long a turn may take, only where a
 dev stack signs in to the demo app; the README names only commands that exist."""
 

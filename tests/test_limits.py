@@ -1,4 +1,5 @@
-"""Limits (section 9, B-2, B-28) against a real Redis (this test session's, database 7).
+"""Limits (docs/spec/behaviour.md section 9, B-2, B-28) against a real Redis (this test session's,
+database 7).
 
 Every message and in-flight cap is checked the way production checks it: through the
 admission script (Admission.admit, which web/follow.py calls for each new turn; the only way

@@ -1,5 +1,6 @@
-"""shared.method reproduces every reference value of become-app-api.md section 6: the worked
-examples, and every figure of the budget/floods/pendlers table (Γ, Ω, ΓΩMean, centroid, Δmax)."""
+"""shared.method reproduces every reference value of docs/spec/become-app-api.md section 6: the
+worked examples, and every figure of the budget/floods/pendlers table (Γ, Ω, ΓΩMean, centroid,
+Δmax)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from shared.method import (
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+APP_API_SPEC = Path(__file__).resolve().parents[1] / "docs/spec/become-app-api.md"
 DATA = SHARED / "corpus" / "become" / "examples" / "data"
 # Rounding to the two decimals the reference values are printed with.
 TWO_DECIMALS = 0.005 + 1e-9
@@ -30,7 +32,8 @@ FOUR = [*THREE, Fuzzy(11, 16, 23)]
 MANAGERS = [Fuzzy(5.0, 8.0, 12.0), Fuzzy(6.0, 9.0, 14.0), Fuzzy(4.0, 7.0, 11.0),
             Fuzzy(7.0, 10.0, 15.0), Fuzzy(5.5, 8.5, 13.0)]
 
-# become-app-api.md section 6 table: M, Γ, Ω, ΓΩMean, centroid of ΓΩMean (None: not given), Δmax.
+# docs/spec/become-app-api.md section 6 table: M, Γ, Ω, ΓΩMean, centroid of ΓΩMean (None: not
+# given), Δmax.
 TABLE = {
     "budget": (22, (32.05, 52.50, 66.14), (35.0, 50.0, 52.5), (33.52, 51.25, 59.32), 48.03, 2.20),
     "floods": (13, (17.08, 20.38, 23.38), (6, 8, 11), (11.54, 14.19, 17.19), 14.31, 5.97),
@@ -114,8 +117,8 @@ def _cell_triple(cell: str) -> tuple[float, float, float]:
 
 
 def spec_table() -> dict[str, tuple[object, ...]]:
-    """Section 6's table of become-app-api.md, parsed into TABLE's shape."""
-    text = (shared_dir() / "specs" / "become-app-api.md").read_text(encoding="utf-8")
+    """Section 6's table of docs/spec/become-app-api.md, parsed into TABLE's shape."""
+    text = APP_API_SPEC.read_text(encoding="utf-8")
     section = text.split("## 6.")[1].split("\n## ")[0]
     rows = {}
     for line in section.splitlines():
@@ -143,7 +146,7 @@ def worked_example_opinions() -> list[tuple[str, Fuzzy]]:
 
 
 def test_table_is_the_specs() -> None:
-    """TABLE holds exactly the figures of the spec's section 6 table."""
+    """TABLE holds exactly the figures of docs/spec/become-app-api.md section 6's table."""
     assert spec_table() == {name: tuple(tuple(float(x) for x in v) if isinstance(v, tuple)
                                         else v for v in row) for name, row in TABLE.items()}
 

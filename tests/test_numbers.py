@@ -1,4 +1,5 @@
-"""Number check (B-25): table-driven cases in English and Czech; each case says why it exists."""
+"""Number check (docs/spec/behaviour.md B-25): table-driven cases in English and Czech; each case
+says why it exists."""
 
 from __future__ import annotations
 
@@ -393,9 +394,9 @@ def test_mentions_carry_text_value_offset() -> None:
     assert NumberCheck(()).valid and NumberCheck(()).unconfirmed == ()
 
 
-# --- issue 12: the peer suite's disagreements, each case with its reason ---------------------
+# --- a peer suite's disagreements, each case with its reason -------------------------------
 
-ISSUE12_EXTRACT = [
+PEER_EXTRACT = [
     Extract("stripping-never-joins", "about 5[1]000 experts", [("5", 5), ("000", 0)],
             "a citation between digits is blanked in place: never 5000"),
     Extract("stripping-never-joins-spaced", "about 5 [1] 000", [("5", 5), ("000", 0)],
@@ -446,12 +447,12 @@ ISSUE12_EXTRACT = [
 ]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ISSUE12_EXTRACT])
-def test_issue12_extract(case: Extract) -> None:
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PEER_EXTRACT])
+def test_peer_extract(case: Extract) -> None:
     test_extract(case)
 
 
-ISSUE12_GROUND = [
+PEER_GROUND = [
     Ground("exact-big-differs", "The budget is 1234567891 CZK.", ("budget 1234567890",),
            ("1234567891",), "exact decimals: no relative tolerance lets a big number pass"),
     Ground("exact-big-equal", "The budget is 1234567890 CZK.", ("budget 1234567890",), (),
@@ -503,8 +504,8 @@ ISSUE12_GROUND = [
 ]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ISSUE12_GROUND])
-def test_issue12_grounding(case: Ground) -> None:
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PEER_GROUND])
+def test_peer_grounding(case: Ground) -> None:
     test_grounding(case)
 
 
@@ -517,11 +518,11 @@ def test_triple_uses_the_passage_count() -> None:
     assert check.unconfirmed == ("12",)
 
 
-# --- issue 26: the peer suite's remaining disagreements, written from the issue's words -------
+# --- the peer suite's remaining disagreements, each case with its reason ---------------------
 
 BIG = "1234567890123456789012345678"  # 28 digits: the default decimal context's precision
 
-ISSUE26_EXTRACT = [
+PEER_REMAINING_EXTRACT = [
     Extract("underscore-name", "set 5_b to the mean", [],
             "digits glued to an underscore and a letter are a name (like E_1), not 5"),
     Extract("link-target", "as [this step](#step-7) says, 4 experts", [("4", 4)],
@@ -538,12 +539,12 @@ ISSUE26_EXTRACT = [
 ]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ISSUE26_EXTRACT])
-def test_issue26_extract(case: Extract) -> None:
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PEER_REMAINING_EXTRACT])
+def test_peer_remaining_extract(case: Extract) -> None:
     test_extract(case)
 
 
-ISSUE26_GROUND = [
+PEER_REMAINING_GROUND = [
     Ground("grouped-decimal-not-a-pair", "It is 1,234.56 in total.", ("1 and 234.56",),
            ("1,234.56",), "the docstring's table: 12,345.67 is thousands, never two numbers"),
     Ground("grouped-decimal-thousands", "It is 1,234.56 in total.", ("total 1234.56",), (),
@@ -576,6 +577,6 @@ ISSUE26_GROUND = [
 ]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in ISSUE26_GROUND])
-def test_issue26_grounding(case: Ground) -> None:
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in PEER_REMAINING_GROUND])
+def test_peer_remaining_grounding(case: Ground) -> None:
     test_grounding(case)

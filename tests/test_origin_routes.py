@@ -1,5 +1,5 @@
-"""Every HTTP route that acts for a signed-in user refuses a foreign Origin on the server
-(issue 26): the browser's preflight is not what keeps another site out. The routes are read
+"""Every HTTP route that acts for a signed-in user refuses a foreign Origin on the server:
+the browser's preflight is not what keeps another site out. The routes are read
 from the app's own URL map, so a new route without the check fails here."""
 
 from __future__ import annotations

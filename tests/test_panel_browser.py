@@ -22,7 +22,8 @@ AXE = REPO / "tests" / "js" / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-# The only elements an answer may contain (B-31); spans only as screen-reader text in <s>.
+# The only elements an answer may contain (docs/spec/behaviour.md B-31); spans only as
+# screen-reader text in <s>.
 ANSWER_TAGS = {"P", "STRONG", "EM", "UL", "OL", "LI", "CODE", "BR", "A", "S", "SPAN"}
 LAST_TURN = ".ba-turn:last-child"
 DONE = "() => !!(window.__assistantPanel && window.__assistantPanel.current " \
@@ -117,7 +118,7 @@ def screenshot(page: Any, name: str) -> None:
 
 
 def test_panel_code_never_parses_strings_as_html() -> None:
-    """The panel builds the DOM from text nodes and elements only (B-31)."""
+    """The panel builds the DOM from text nodes and elements only (docs/spec/behaviour.md B-31)."""
     unsafe = re.compile(r"\.(innerHTML|outerHTML)\s*[+]?=|insertAdjacentHTML\s*\(|document\.write"
                         r"|DOMParser|createContextualFragment|\beval\s*\(|new Function\s*\(")
     for path in sorted((REPO / "web" / "static").glob("*.js")):
@@ -164,7 +165,7 @@ def test_question_streams_and_ends_with_sources(real_stack: Stack, panel_factory
     # The streamed tokens are the answer; the text on screen is the answer's text.
     assert p.js("() => window.__assistantPanel.current.streamed") == done["answer"]
     cites = page.locator(f"{LAST_TURN} .ba-answer a.ba-cite")
-    # Without the prompt's example sentence the 135M model often cites nothing (issue 24); what
+    # Without the prompt's example sentence the 135M model often cites nothing; what
     # it does cite is a link (the scripted tests hold the rendering of every marker).
     if re.search(r"\[\d+\]", done["answer"]):
         assert cites.count() >= 1, f"a marker was not linked: {done['answer']!r}"
@@ -177,7 +178,7 @@ def test_question_streams_and_ends_with_sources(real_stack: Stack, panel_factory
         excerpt.wait_for(state="visible")
         source = next(s for s in done["sources"] if s["n"] == n)
         shown = " ".join(excerpt.locator(".ba-excerpt-text").all_inner_texts())
-        # Rendered (issue 27): no emphasis marks, a cut start marked with "…".
+        # Rendered: no emphasis marks, a cut start marked with "…".
         plain = re.sub(r"(\*\*|__|`)", "", source["excerpt"])
         assert " ".join(shown.replace("… ", "", 1).split())[:50] == \
             " ".join(plain.split())[:50]
@@ -256,7 +257,7 @@ def test_invalid_citation_is_struck_and_unconfirmed_number_warned(
 @pytest.mark.browser
 def test_every_citation_form_is_linked_or_struck(
         scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
-    # Issue 12: the panel reads the same forms as the server's check, one link per number.
+    # The panel reads the same forms as the server's check, one link per number.
     set_script(scripted_llm, ["It is [Source 1] and [Zdroj 2], also 【1】 and [1-2], ",
                               "[doc1], [Источник 1], but not [Source 7]; a triple [0, 1]."])
     p = panel_factory(scripted_stack)
@@ -350,7 +351,7 @@ def test_without_websockets_the_answer_streams_over_sse_and_resumes(
     resumed = [url for method, url in requests
                if method == "GET" and f"/api/v1/assistant/turns/{done['turn']}/events" in url]
     assert resumed and int(resumed[0].rsplit("after=", 1)[1]) > 0, requests
-    # One entry per section (issue 27): a section the server lists twice is shown once.
+    # One entry per section: a section the server lists twice is shown once.
     sections = {(s.get("source") or s["title"], s["section"]) for s in done["sources"]}
     assert p.page.locator(f"{LAST_TURN} .ba-source").count() == len(sections) > 0
     assert p.page.inner_text("#ba-status") == "Done."
@@ -372,7 +373,7 @@ def test_stop_ends_the_answer_calmly(scripted_stack: Stack, scripted_llm: str,
     assert note.inner_text() == "The answer was stopped."
     assert "ba-note-calm" in (note.get_attribute("class") or "")
     assert p.page.locator(".ba-note-error").count() == 0
-    # Said once, in the turn's note, not again in the status line (issue 16, item 10).
+    # Said once, in the turn's note, not again in the status line.
     assert p.page.inner_text("#ba-status") == ""
     # Screen readers hear it from the live region (filled 50 ms after the end): wait for that,
     # so the count below does not depend on how fast it runs, then count what is on screen.
@@ -413,7 +414,7 @@ def test_conversation_is_sent_as_history_and_kept_across_reload(
         const out = panel.historyForAsk(); panel.history = saved; return out; }""")
     assert len(trimmed) == 12 and sum(len(m["content"]) for m in trimmed) <= 6000
     assert trimmed[0]["content"].startswith("18") and trimmed[-1]["content"].startswith("29")
-    # The tab keeps the conversation across a reload (issue 16, item 9); new chat clears it.
+    # The tab keeps the conversation across a reload; new chat clears it.
     p.page.reload()
     p.page.wait_for_selector("#ba-question")
     assert p.page.locator(".ba-turn").count() == 2
@@ -456,7 +457,7 @@ def test_czech_interface_and_czech_language_line(scripted_stack: Stack, scripted
 @pytest.mark.browser
 def test_a_repeated_answer_and_a_prompt_echo_are_warned_in_english_and_czech(
         scripted_stack: Stack, scripted_llm: str, panel_factory: Any) -> None:
-    """Issue 24: the tiny model copied its first answer into every later one, and echoed the
+    """The tiny model copied its first answer into every later one, and echoed the
     prompt's markup; the server's checks flag both and the panel warns in orange."""
     first = ("The assistant searches the documentation by meaning and by words, and the "
              "answer cites the passages it used [1].")

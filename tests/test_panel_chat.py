@@ -1,4 +1,4 @@
-"""The panel as a chat people like to use (issue 16), in headless Chromium against the running
+"""The panel as a chat people like to use, in headless Chromium against the running
 stack: honest waiting, the project list for anonymous visitors, the phone layout, following the
 answer, which project a turn was about, readable sources, the step timeline, the language note,
 the conversation across reloads, sign-in state, and the chat conveniences. Each test saves a
@@ -142,7 +142,7 @@ def test_phone_layout_fits_the_screen(scripted_stack: Stack, scripted_llm: str,
                                       panel_factory: Any) -> None:  # noqa: F811
     from tests.wsutil import app_token
 
-    # Signed in (the app's token): an anonymous visitor's projects are not asked for (issue 27).
+    # Signed in (the app's token): an anonymous visitor's projects are not asked for.
     token = app_token(scripted_stack, "phone-user")
     p = panel_factory(scripted_stack, viewport=PHONE, phone=True,
                       init_script=f"localStorage.setItem('become_token', '{token}')")

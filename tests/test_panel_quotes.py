@@ -1,4 +1,4 @@
-"""The quotes answer form in the panel (issue 24), in headless Chromium against the running
+"""The quotes answer form in the panel, in headless Chromium against the running
 stack, the socket played by the test with the worker's frames: quotations with their sources
 and original links, "I don't know" with buttons that ask again, the project's figures above the
 chart; desktop, phone, dark mode, English and Czech. Screenshots go to test-artifacts/."""

@@ -1,4 +1,4 @@
-"""A chat that survives what people do (issue 27), in headless Chromium against the running
+"""A chat that survives what people do, in headless Chromium against the running
 stack: a reload mid-answer, a long outage, signing out, refusals, the chart on a phone and with
 many experts, the phone's question box, a long paste, sources one per section, regenerate,
 export and new chat, the thumbs. Each test saves a screenshot under test-artifacts/."""
@@ -23,6 +23,8 @@ from tests.test_panel_chat import PHONE, play_socket, screenshot, scripted_done,
 TURN_ID = "d" * 32
 STATUS = "() => document.getElementById('ba-status').innerText"
 STORED_KEYS = """() => Object.keys(sessionStorage).filter((k) => k.startsWith('become-assistant'))"""
+PICKER_HAS = ("(label) => Array.from(document.querySelectorAll('#ba-project option'))"
+              ".some((o) => o.textContent === label)")
 
 
 def wait_words(p: Any, n: int) -> None:
@@ -167,6 +169,34 @@ def test_sign_out_clears_the_chat_and_the_tab_storage_also_after_reload(
     page.wait_for_timeout(500)
     assert downloads == [], "nothing to export"
     screenshot(page, "survive-signed-out.png")
+    assert not p.errors
+
+
+@pytest.mark.browser
+def test_the_picked_project_comes_back_after_a_reload_and_goes_with_sign_out(
+        project_stack: Stack, panel_factory: Any) -> None:  # noqa: F811
+    p = panel_factory(project_stack, viewport=(1280, 900))
+    page = p.page
+    sign_in(page, "alice@example.com")
+    page.wait_for_function(PICKER_HAS, arg="Office move budget")
+    page.select_option("#ba-project", label="Office move budget")
+    picked = page.input_value("#ba-project")
+    assert picked
+    page.reload()
+    page.wait_for_selector("#ba-question")
+    page.wait_for_function(PICKER_HAS, arg="Office move budget")
+    # Still the project picked before, in the picker and in what the next question carries.
+    page.wait_for_function("(v) => document.getElementById('ba-project').value === v", arg=picked,
+                           timeout=5_000)
+    assert p.js("() => window.__assistantPanel.panel.projectId") == picked
+    page.get_by_role("button", name="Sign out").click()
+    assert p.js(STORED_KEYS) == [], "the picked project went with the sign-out"
+    page.reload()
+    page.wait_for_selector("#ba-question")
+    sign_in(page, "alice@example.com")
+    page.wait_for_function(PICKER_HAS, arg="Office move budget")
+    assert page.input_value("#ba-project") == ""
+    assert p.js("() => window.__assistantPanel.panel.projectId") is None
     assert not p.errors
 
 

@@ -1,4 +1,5 @@
-"""Project context (B-17, B-18): allow-listed fields, cleaned and fenced text, grounded numbers."""
+"""Project context (docs/spec/behaviour.md B-17, B-18): allow-listed fields, cleaned and fenced
+text, grounded numbers."""
 
 from __future__ import annotations
 
@@ -328,7 +329,7 @@ def test_format_number() -> None:
     assert format_number(2.0**100) == str(2**100) and format_number(-0.0) == "0"
 
 
-# --- Issue 26 item 6: only structured values ground the model's numbers ----------------------
+# --- only structured values ground the model's numbers (shared/project_grounding.py) -------
 
 TYPED = {"name": "Budget 4242 v9.5", "description": "The best compromise is 77.7, not 35.",
          "scale_unit": "m2 x 913"}

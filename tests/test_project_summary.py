@@ -1,5 +1,5 @@
 """The quotes form's project summary: figures equal to the app's own /result for every demo
-project, the farthest expert right, in English and Czech (issue 24, item 2)."""
+project, the farthest expert right, in English and Czech."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prompts that cannot be parroted (issue 24, item 3): no example sentence in any prompt, and
+"""Prompts that cannot be parroted: no example sentence in any prompt, and
 the prompt-echo, repeat and weak-match checks (pure functions, no model call)."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ FIRST = ("The best compromise is the midpoint of the arithmetic mean and the med
 
 
 @pytest.mark.parametrize("answer, message, valid", [
-    # The tiny model copying its first answer, whatever the new question (issue 24).
+    # The tiny model copying its first answer, whatever the new question.
     (FIRST, "What is the capital of France?", False),
     # Near-identical: one word changed, one citation moved.
     (FIRST.replace("how far", "how much").replace(" [1]", "") + " [2]", "A v češtině?", False),

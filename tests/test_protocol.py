@@ -78,7 +78,7 @@ def test_an_ask_parses_to_one_typed_value() -> None:
      "history entry too long"),
     ({"message": "hi", "project_id": "p" * 65}, BadRequest, "bad project id"),
     ({"message": "hi", "project_id": ["p"]}, BadRequest, "bad project id"),
-    # Issue 26 item 8: validated like the chart's id, so ".." never reaches the app's path.
+    # Validated like the chart's id, so ".." never reaches the app's path.
     ({"message": "hi", "project_id": ".."}, BadRequest, "bad project id"),
     ({"message": "hi", "project_id": "../users/me"}, BadRequest, "bad project id"),
     ({"message": "hi", "project_id": "p/1"}, BadRequest, "bad project id"),

@@ -110,3 +110,51 @@ def test_every_declared_check_has_a_runner_and_a_warning() -> None:
         assert c.warning({"valid": False}), c.name
     graded = [c.metric for c in checks.GRADED]
     assert len(graded) == len(set(graded))
+
+
+# The panel's texts about checks that belong to no one check (web/static/panel-i18n.js).
+GENERIC_CHECK_TEXTS = {"title", "weak", "unavailable", "failed"}
+CHECK_TEXT_VARIANTS = {"none", "many", "item", "unavailable"}
+
+
+def _panel_texts() -> dict[str, dict[str, str]]:
+    """panel-i18n.js's tables, language -> key -> text."""
+    js = (STATIC / "panel-i18n.js").read_text(encoding="utf-8")
+    tables = {}
+    for lang, body in re.findall(r"\n  ([a-z]{2}): \{\n(.*?)\n  \}", js, re.DOTALL):
+        tables[lang] = dict(re.findall(r'^\s*"([^"]+)": "((?:[^"\\]|\\.)*)",?$', body,
+                                       re.MULTILINE))
+    return tables
+
+
+def test_the_panels_check_wording_covers_exactly_the_registered_checks() -> None:
+    """The panel words a check from panel-i18n.js alone: a text per registered check in each
+    language, none for a check the registry lacks, and each {placeholder} a field of its block."""
+    tables = _panel_texts()
+    assert set(tables) == {"en", "cs"}
+    for lang, table in tables.items():
+        worded: dict[str, set[str]] = {}
+        for key in table:
+            if key.startswith("checks.") and key.split(".")[1] not in GENERIC_CHECK_TEXTS:
+                name, _, variant = key.removeprefix("checks.").partition(".")
+                worded.setdefault(name, set()).add(variant)
+        assert set(worded) == set(checks.NAMES), (lang, set(worded) ^ set(checks.NAMES))
+        for name, variants in worded.items():
+            assert "" in variants, f"{lang}: checks.{name} has variants but no sentence"
+            assert variants - {""} <= CHECK_TEXT_VARIANTS, (lang, name, variants)
+            fields = set(checks.BY_NAME[name].fields) | {"item"}
+            for variant in variants:
+                key = f"checks.{name}" + (f".{variant}" if variant else "")
+                used = set(re.findall(r"\{(\w+)\}", table[key]))
+                assert used <= fields, f"{lang} {key}: {used - fields} is no field of its block"
+        for key in (f"checks.{g}" for g in GENERIC_CHECK_TEXTS):
+            assert key in table, (lang, key)
+
+
+def test_the_panels_code_names_no_check_in_its_warnings() -> None:
+    """warnings() iterates the done frame's checks block: no check's text is chosen in code."""
+    for path in STATIC.glob("panel*.js"):
+        if path.name == "panel-i18n.js":
+            continue
+        named = re.findall(r'"checks\.([a-z_]+)', path.read_text(encoding="utf-8"))
+        assert set(named) <= GENERIC_CHECK_TEXTS, (path.name, named)

@@ -1,5 +1,5 @@
 """The quotes answer form in pure code: spans, ranking, "I don't know", the written answer, and
-every check passing by construction (issue 24)."""
+every check passing by construction."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Quotes-form turns on a real stack with the default settings: the documentation's own words,
-"I don't know", Czech, and a project's figures from the demo app (issue 24)."""
+"I don't know", Czech, and a project's figures from the demo app."""
 
 from __future__ import annotations
 

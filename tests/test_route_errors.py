@@ -180,7 +180,7 @@ BEARER_ROUTES = [("post", CHAT), ("post", TICKETS), ("get", EVENTS.format(turn="
 def test_every_bearer_route_refuses_a_token_the_app_would_not_accept(
         client: FlaskClient, settings: Settings, method: str, path: str,
         change: dict[str, Any]) -> None:
-    """Issue 26: a refresh token (the app issues one at every login), an empty sub and an
+    """A refresh token (the app issues one at every login), an empty sub and an
     unbounded lifetime are refused by the web tier itself, on every route that takes a token;
     the same token with the change undone is accepted (not 401)."""
     bad = _claims_token(settings.app_jwt_secret, **change)

@@ -1,4 +1,4 @@
-"""Claims of docs/security.md that no other test held to account (issue 26): the app token
+"""Claims of docs/security.md that no other test held to account: the app token
 sealed in the ticket, and the app's token confirmation reused for its cache time only."""
 
 from __future__ import annotations

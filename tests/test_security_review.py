@@ -1,4 +1,5 @@
-"""Issue 11 (security review): one test per finding, named after its item."""
+"""The security review's findings: one test per finding, named after its item (docs/security.md
+names each claim's test)."""
 
 from __future__ import annotations
 

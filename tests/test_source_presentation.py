@@ -1,4 +1,4 @@
-"""Sources as a person reads them (issue 27, item 8): one entry per section, a locale key named
+"""Sources as a person reads them: one entry per section, a locale key named
 by its text (the FAQ's question, a subtree's title, else its first texts), and a link at the
 passage's lines where the host has line anchors (GitHub's JSON pages: `#L3-L9`)."""
 

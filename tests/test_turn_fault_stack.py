@@ -1,4 +1,4 @@
-"""A bug in a step on the real stack (issue 26): web server, Redis, Celery worker, PostgreSQL and
+"""A bug in a step on the real stack: web server, Redis, Celery worker, PostgreSQL and
 the scripted model, with a bug put into the worker (tests/fault_inject/sitecustomize.py). The
 client gets one plain error frame at once, or, for a bug in a check, the done frame with its
 answer; the web tier never re-runs the attempt (a re-run's `restart` drops the answer a person

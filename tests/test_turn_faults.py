@@ -1,4 +1,4 @@
-"""A bug in any step of a turn (issue 26): one plain error frame at once, logged with the turn id
+"""A bug in any step of a turn: one plain error frame at once, logged with the turn id
 and the exception's type, never its text; a bug inside the checks keeps the streamed answer
 and marks the check unavailable. Pure code: the turn's frames go to a list, the corpus and the
 model are replaced by fixed passages and a fixed stream (tests/test_turn_fault_stack.py runs the
@@ -206,7 +206,7 @@ def test_a_closed_log_is_not_taken_for_a_bug(settings: Settings, scripted: list[
     assert not any("unexpected" in r.getMessage() for r in caplog.records)
 
 
-# --- the checks as a turn wires them (issue 26: mutations the suite did not catch) ----------
+# --- the checks as a turn wires them (mutations the suite once did not catch) --------------
 
 
 def test_run_checks_hands_the_citation_check_the_passage_count() -> None:

@@ -49,7 +49,7 @@ def test_full_turn_frames_are_gapless_and_tokens_equal_the_answer(
     assert tokens == chunks
     assert "".join(tokens) == done["answer"]
     assert done["checks"]["citations"] == {"valid": True, "cited": [1, 2], "invalid": []}
-    # Three passages, one entry per section (issue 27): this question's top three hold two
+    # Three passages, one entry per section: this question's top three hold two
     # pieces of "How the search works", listed (and numbered) once.
     assert 2 <= len(done["sources"]) <= 3
     assert len({(s["source"], s["section"]) for s in done["sources"]}) == len(done["sources"])

@@ -10,7 +10,8 @@ from shared.config import WEB_BIND, WEB_WORKER_CONNECTIONS, WEB_WORKERS
 bind = WEB_BIND.get(os.environ)
 workers = int(WEB_WORKERS.get(os.environ))
 worker_class = "gevent"
-# 1,000 open sockets a process (issue 15) and room for the requests that open them.
+# 1,000 open sockets a process (docs/benchmarks.md, "1,000 open sockets on one web process") and
+# room for the requests that open them.
 worker_connections = int(WEB_WORKER_CONNECTIONS.get(os.environ))
 timeout = 60
 graceful_timeout = 10

@@ -101,7 +101,8 @@ def parse_ask(frame: Any, s: Settings) -> Ask:
 
 
 def parse_mode(frame: dict[str, Any], s: Settings) -> str | None:
-    """The per-turn mode override (B-20): only in the dev profile; None for the server's."""
+    """The per-turn mode override (docs/spec/behaviour.md B-20): only in the dev profile; None for
+    the server's."""
     mode = frame.get("mode")
     if mode is None:
         return None

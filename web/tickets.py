@@ -26,7 +26,8 @@ class TicketGrant:
 
     user: str
     app_token: str = field(repr=False)
-    # The app token's `exp`: the socket serves the user only until then (issue 11, item 2).
+    # The app token's `exp`: the socket serves the user only until then, so a signed-out or
+    # expired token does not keep a socket answering (docs/security.md).
     expires_at: float = 0.0
 
 

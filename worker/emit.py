@@ -108,7 +108,7 @@ class TurnEmitter:
 
     @contextmanager
     def step(self, name: str) -> Iterator[dict[str, Any]]:
-        """Time a pipeline step and emit it as an `event` frame (B-4)."""
+        """Time a pipeline step and emit it as an `event` frame (docs/spec/behaviour.md B-4)."""
         start = time.monotonic()
         detail: dict[str, Any] = {}
         if self._on_step is not None:

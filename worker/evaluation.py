@@ -1,4 +1,5 @@
-"""Retrieval evaluation (B-35): hit@1/3/5 and MRR per language, paired bootstrap comparison."""
+"""Retrieval evaluation (docs/spec/behaviour.md B-35): hit@1/3/5 and MRR per language, paired
+bootstrap comparison."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from shared.passage import Passage
 from worker.pipeline.retrieve import RetrievalConfig, rank
 
 MRR_DEPTH = 10
-# Issue 12's second round of cross-lingual help, off: the presets measured before it keep
-# their meaning (docs/benchmarks.md), and `hybrid-v1` is the default they were compared with.
+# The second round of cross-lingual help, off: the presets measured before it keep their meaning
+# (docs/benchmarks.md, "Cross-lingual retrieval offline"), and `hybrid-v1` is the default they were
+# compared with.
 V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0,
                       "per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
                       "caption_en": 0.0}
@@ -43,20 +45,22 @@ PRESETS: dict[str, RetrievalConfig] = {
     "hybrid-bm25-original": RetrievalConfig(**V1, dense_original=False,
                                             translation_english_only=False),
     "hybrid-both-all": RetrievalConfig(**V1, translation_english_only=False),
-    # The issue-12 default before item 1's second round (with +fewshot-v1 it is that default).
+    # The default before cross-lingual help's second round (with +fewshot-v1 it is that default).
     "hybrid-v1": RetrievalConfig(**V1),
     "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0, **V2),
     "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0, **V2),
-    # The default after item 1's second round, before the fourth round's general steps.
+    # The default after cross-lingual help's second round, before the fourth round's general steps.
     "hybrid-v2": RetrievalConfig(**V2),
-    # The default before issue 25's second round: no ranking over the captions' views.
+    # The default before the captions' second round (docs/benchmarks.md, "Captions shipped with the
+    # corpus"): no ranking over the captions' views.
     "hybrid-v3": RetrievalConfig(caption_cs=0.0, caption_en=0.0),
     # The default before question views (issues 24, 25): no ranking over them.
     "hybrid-v4": RetrievalConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
     # Question views as one ranking with the captions' views (measured lower than apart).
     "hybrid-questions-merged": RetrievalConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
-    # English passages (issue 12, third round: measured, not a clear gain, not the default).
+    # English passages (docs/benchmarks.md, "Cross-lingual retrieval offline", third round:
+    # measured, not a clear gain, not the default).
     "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),
 }
 

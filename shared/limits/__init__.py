@@ -1,4 +1,5 @@
-"""Usage limits (spec section 9, B-2, B-28), shared by every web process through Redis.
+"""Usage limits (docs/spec/behaviour.md section 9, B-2, B-28), shared by every web process through
+Redis.
 
 Rate limits use the `limits` package's MovingWindowRateLimiter over RedisStorage:
 

@@ -9,7 +9,7 @@ global.window = {};
 require("../../web/static/panel-render.js");
 const {stripCitations} = window.BecomeAssistantRender;
 
-test("a space-separated list is a citation, a space-grouped number is not (issue 26)", () => {
+test("a space-separated list is a citation, a space-grouped number is not", () => {
   assert.equal(stripCitations("Both [1 2] agree."), "Both agree.");
   assert.equal(stripCitations("See [7 9]."), "See.");
   assert.equal(stripCitations("Both [2  5] hold"), "Both hold");

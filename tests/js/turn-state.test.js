@@ -4,7 +4,29 @@
 
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const {TurnState} = require("../../web/static/panel-turn.js");
+const {TurnState, wordWarning} = require("../../web/static/panel-turn.js");
+
+global.window = {};
+require("../../web/static/panel-i18n.js");
+const I18N = window.BecomeAssistantI18n;
+
+// The checks' warnings as the panel words them: its texts in `lang` (English where one is
+// missing), placeholders filled as panel.js's translate does.
+function worded(state, lang, extra) {
+  const table = {...I18N[lang || "en"], ...(extra || {})};
+  const text = (key) => (table[key] !== undefined ? table[key] : I18N.en[key]);
+  const has = (key) => text(key) !== undefined;
+  const t = (key, params) => text(key).replace(/\{(\w+)\}/g, (m, name) =>
+    params && params[name] !== undefined ? String(params[name]) : m);
+  return state.warnings().map((w) => wordWarning(w, has, t)).filter((s) => s !== null);
+}
+
+function doneWith(checks, more) {
+  const s = new TurnState();
+  s.start();
+  feed(s, frames([{type: "accepted"}, {...DONE, checks: checks, ...(more || {})}]));
+  return s;
+}
 
 const TURN = "a".repeat(32);
 
@@ -229,7 +251,7 @@ test("a saved turn comes back finished, its answer or its error", () => {
   assert.deepEqual(lost.accept(STREAMED[0]), []);
 });
 
-test("a running turn's snapshot carries on after a reload from its last seq (issue 27)", () => {
+test("a running turn's snapshot carries on after a reload from its last seq", () => {
   const s = new TurnState({now: clock([0, 1500])});
   s.start();
   feed(s, frames([{type: "accepted"}, {type: "event", step: "retrieve", passages: 2, ms: 3},
@@ -265,9 +287,10 @@ test("the checks' warnings: a failed check names what to verify, one that could 
   const s = new TurnState();
   s.start();
   feed(s, STREAMED);
-  assert.deepEqual(s.warnings(), [{key: "checks.numbers", params: {list: "42 %"}}]);
+  assert.deepEqual(worded(s), ["These numbers were not found in the sources: 42 %. Check them " +
+    "before you rely on them."]);
 
-  // Issue 26: a bug inside a check on the server keeps the answer; the check is unavailable,
+  // A bug inside a check on the server keeps the answer; the check is unavailable,
   // neither passed (no silence) nor failed (no invented list).
   const t = new TurnState();
   t.start();
@@ -278,17 +301,50 @@ test("the checks' warnings: a failed check names what to verify, one that could 
       quotes: {valid: null, unavailable: true}}}]));
   assert.equal(t.phase, "done");
   assert.equal(t.text, "It is 7 [1].");
-  assert.deepEqual(t.warnings(),
-    [{key: "checks.numbersUnavailable"}, {key: "checks.unavailable"}]);
+  assert.deepEqual(worded(t), [
+    "The number check could not run on this answer. Check its numbers before you rely on them.",
+    "A check of this answer could not run. Verify it before you rely on it."]);
 
   const u = new TurnState();
   u.start();
   feed(u, frames([{type: "accepted"}, {...DONE, checks: {
     citations: {valid: null, unavailable: true}, numbers: {valid: true, unconfirmed: []}}}]));
-  assert.deepEqual(u.warnings(), [{key: "checks.citationsUnavailable"}]);
+  assert.deepEqual(worded(u), ["The citation check could not run on this answer. Verify its " +
+    "statements in the documentation."]);
 });
 
-test("prompt echo, repeat and weak matches are warned about (issue 24)", () => {
+test("each check's warning is worded from the panel's texts alone, none named in code", () => {
+  const one = doneWith({citations: {valid: false, cited: [1, 7], invalid: [7]}});
+  assert.deepEqual(worded(one), ["The citation [7] points at no source. Verify that statement " +
+    "in the documentation."]);
+  const two = doneWith({citations: {valid: false, cited: [7, 9], invalid: [7, 9]}});
+  assert.deepEqual(worded(two, "cs"), ["Citace [7], [9] neodkazují na žádný zdroj. Ověřte tato " +
+    "tvrzení v dokumentaci."]);
+  const none = doneWith({numbers: {valid: false, unconfirmed: [], checked: 2}});
+  assert.deepEqual(worded(none), ["Some numbers in this answer were not found in the sources. " +
+    "Check them before you rely on them."]);
+  const quotes = doneWith({quotes: {valid: false, not_found: ["a, b", "c"]},
+    source_paths: {valid: false, invalid: ["docs/x.md"]}});
+  assert.deepEqual(worded(quotes), ["These quotes were not found in their sources: “a, b”, “c”.",
+    "These source paths do not exist: docs/x.md."]);
+  // A list the wording names but the block leaves empty, and no `.none` text: nothing to say.
+  assert.deepEqual(worded(doneWith({quotes: {valid: false, not_found: []}})), []);
+
+  // A check the panel has never heard of: a plain warning, then its own words once written.
+  const dates = doneWith({dates: {valid: false, wrong: ["2031", "2032"]}});
+  assert.deepEqual(worded(dates), ["A check of this answer failed. Verify it before you rely " +
+    "on it."]);
+  assert.deepEqual(worded(dates, "en", {"checks.dates": "Dates not in the sources: {wrong}."}),
+    ["Dates not in the sources: 2031, 2032."]);
+  // Order: the frame's (the registry's), failed checks, weak sources, then the unavailable.
+  const all = doneWith({citations: {valid: null, unavailable: true},
+    numbers: {valid: false, unconfirmed: ["5"]}, repeat: {valid: false, earlier: 1}},
+  {sources: SOURCES.map((src) => ({...src, weak: true}))});
+  assert.deepEqual(worded(all).map((w) => w.slice(0, 20)), ["These numbers were n",
+    "This answer repeats ", "The documentation ha", "The citation check c"]);
+});
+
+test("prompt echo, repeat and weak matches are warned about", () => {
   const ok = {citations: {valid: true, cited: [1], invalid: []},
     numbers: {valid: true, unconfirmed: [], checked: 0}};
   const s = new TurnState();
@@ -296,7 +352,11 @@ test("prompt echo, repeat and weak matches are warned about (issue 24)", () => {
   feed(s, frames([{type: "accepted"}, {...DONE, answer: "<passage> x", checks: {...ok,
     prompt_echo: {valid: false, markup: ["<passage>"], instructions: []},
     repeat: {valid: false, earlier: 1, similarity: 1.0}}}]));
-  assert.deepEqual(s.warnings(), [{key: "checks.promptEcho"}, {key: "checks.repeat"}]);
+  assert.deepEqual(worded(s), [
+    "This answer repeats the assistant's own instructions instead of answering. Do not rely " +
+    "on it; try asking in other words.",
+    "This answer repeats an earlier answer of this conversation. It may not answer your new " +
+    "question."]);
 
   const weak = (flag) => SOURCES.map((src) => ({...src, weak: flag}));
   const w = new TurnState();
@@ -304,7 +364,8 @@ test("prompt echo, repeat and weak matches are warned about (issue 24)", () => {
   feed(w, frames([{type: "accepted"}, {...DONE, sources: weak(true), checks: {...ok,
     prompt_echo: {valid: true, markup: [], instructions: []},
     repeat: {valid: true, earlier: null, similarity: 0}}}]));
-  assert.deepEqual(w.warnings(), [{key: "checks.weak"}]);
+  assert.deepEqual(worded(w), ["The documentation has no close match for this question: the " +
+    "sources below are weak matches only."]);
 
   // One close match among weak ones is support: no warning, the weak ones keep their badge.
   const mixed = [{...SOURCES[0], weak: false}, ...weak(true).slice(1)];

@@ -1,4 +1,4 @@
-"""The panel's project chart (issue 16), from the same app data and rules as the model's project
+"""The panel's project chart, from the same app data and rules as the model's project
 block."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def chart_data(project: Mapping[str, Any], opinions: Sequence[Mapping[str, Any]]
                result: Mapping[str, Any] | None,
                members: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The panel's project chart, from the same app data and rules as the model's project block:
-    visible experts' triangles, mean, median, best compromise and maximum error (issue 16)."""
+    visible experts' triangles, mean, median, best compromise and maximum error."""
     hidden_ids = hidden_user_ids(members)
     visible = [o for o in opinions if str(o.get("user_id")) not in hidden_ids]
     # Only what is shown is cleaned (names of the first MAX_LISTED; positions are not shown),

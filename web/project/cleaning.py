@@ -1,6 +1,6 @@
-"""Reading the app's JSON safely (B-18): user-typed text cleaned for the fence (no markup,
-controls, ids or e-mails; shortened to its field's limit), finite numbers and triangles, and who
-opted out of other members' assistants."""
+"""Reading the app's JSON safely (docs/spec/behaviour.md B-18): user-typed text cleaned for the
+fence (no markup, controls, ids or e-mails; shortened to its field's limit), finite numbers and
+triangles, and who opted out of other members' assistants."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ ELLIPSIS = "…"
 _CODE_OPEN = re.compile(r"<\s*(script|style)\b[^<>]{0,400}>", re.IGNORECASE)
 _CODE_CLOSE = {name: re.compile(rf"<\s*/\s*{name}\s*>", re.IGNORECASE)
                for name in ("script", "style")}
-# Every field is cut to this many times its limit before any pattern runs: cleaning only removes
-# or folds characters, so what survives fits, and the work per field stays bounded (B-18).
+# Every field is cut to this many times its limit before any pattern runs: cleaning only removes or
+# folds characters, so what survives fits, and the work per field stays bounded
+# (docs/spec/behaviour.md B-18).
 _RAW_FACTOR = 8
 # Tag-like markup: "<", optional "/", then a letter, "!" or "?" (so "a < b > c" survives);
 # spaced near misses such as "< /project-data >" are defused by the bracket and word rules.

@@ -1,7 +1,9 @@
-"""The project context given to the model (B-17, B-18): allow-listed, cleaned, fenced, grounded.
+"""The project context given to the model (docs/spec/behaviour.md B-17, B-18): allow-listed,
+cleaned, fenced, grounded.
 
-Input is the app's JSON as its API returns it (become-app-api.md 4.2-4.5). Only the fields named
-here are read, so e-mail addresses, user/admin/opinion ids and photo URLs never reach the text.
+Input is the app's JSON as its API returns it (docs/spec/become-app-api.md 4.2-4.5). Only the
+fields named here are read, so e-mail addresses, user/admin/opinion ids and photo URLs never reach
+the text.
 """
 
 from __future__ import annotations
@@ -304,7 +306,8 @@ def build_context(project: Mapping[str, Any], opinions: Sequence[Mapping[str, An
              *_figure_lines(project, result_map, computed, shown, visible, len(opinions))]
     text = "\n".join(lines)
     figures = project_figures(project, result_map, computed, visible)
-    # Only structured values ground the model's numbers, never what members typed (issue 26).
+    # Only structured values ground the model's numbers, never what members typed
+    # (shared/project_grounding.py).
     return ProjectContext(text=text, grounding=project_grounding(text), figures=figures,
                           opinion_count=len(opinions), listed_count=len(shown),
                           hidden_count=hidden)

@@ -1,4 +1,5 @@
-"""The project context cut into what each project tool returns (B-20 with B-16..B-18).
+"""The project context cut into what each project tool returns (docs/spec/behaviour.md B-20 with
+B-16..B-18).
 
 The cut is made on the lines of `build_context`'s text, so every section keeps the same
 allow-list, cleaning, fence and limits as the workflow's block. User-typed text has its

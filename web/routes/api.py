@@ -102,7 +102,7 @@ def my_projects() -> tuple[Response, int]:
 
 @bp.get("/api/v1/assistant/projects/<project_id>/chart")
 def project_chart(project_id: str) -> tuple[Response, int]:
-    """The data of a project's chart (issue 16), read with the caller's own token like a turn's
+    """The data of a project's chart, read with the caller's own token like a turn's
     project context: triangles, mean, median, best compromise, maximum error."""
     from web.project.app_api import AppApi
     from web.project.chart import chart_data

@@ -15,19 +15,8 @@
 
   function companion(name) { return window[name]; }
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
-
-  // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
-  function plainHeading(text) {
-    return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
-      .replace(/\s+/g, " ").trim();
-  }
+  const el = Render.el;
+  const plainHeading = Render.plainHeading;
 
   // "Title > Section > Subsection" as plain text, the title not repeated.
   function sectionPath(section, title) {
@@ -110,7 +99,8 @@
       this.noteEl.hidden = true;
       this.langNoteEl = el("p", "ba-lang-note");
       this.langNoteEl.hidden = true;
-      // Under a regenerated answer that came out the same: why (B-31, issue 27).
+      // Under a regenerated answer that came out the same: why (every model call is at
+      // temperature 0, so the same question and sources give the same answer).
       this.sameNoteEl = el("p", "ba-same-note");
       this.sameNoteEl.hidden = true;
       this.previousAnswer = null;
@@ -204,7 +194,8 @@
           this.scheduleRender();
         } else if (c.type === "end") {
           if (this.link) this.link.close();
-          // A refusal that names its wait is tried again when the wait is over (B-28).
+          // A refusal that names its wait is tried again when the wait is over
+          // (docs/spec/behaviour.md B-2).
           const e = this.error;
           if (e && !this.started && e.retry_after > 0 && e.code !== CANCELLED) {
             this.retryAt = performance.now() + e.retry_after * 1000;
@@ -450,7 +441,8 @@
       }
     }
 
-    // A quiet note when the answer is in another language than the question (B-33).
+    // A quiet note when the answer is in another language than the question (the done frame's
+    // `language_differs`, checked in code).
     renderLangNote() {
       const d = this.done;
       // Not for quotes: no model wrote them, and each quote in another language says so.
@@ -588,7 +580,7 @@
         return;
       }
       this.noteEl.hidden = false;
-      // A question the server never took is a refusal, not a failure: said calmly (issue 27).
+      // A question the server never took is a refusal, not a failure: said calmly.
       this.noteEl.className = this.error.code === CANCELLED ? "ba-note ba-note-calm"
         : this.started ? "ba-note ba-note-error" : "ba-note ba-note-refusal";
       this.noteEl.textContent = this.errorText();
@@ -627,8 +619,13 @@
       if (groups.length) this.chromeEl.appendChild(this.sourcesSection(groups, openSources));
     }
 
+    // The checks' warnings as sentences (panel-turn.js wordWarning), in the panel's language.
     warnings() {
-      return this.state.warnings().map((w) => this.t(w.key, w.params));
+      const table = I18N[this.panel.lang] || I18N.en;
+      const has = (key) => table[key] !== undefined || I18N.en[key] !== undefined;
+      const word = companion("BecomeAssistantTurnState").wordWarning;
+      return this.state.warnings().map((w) => word(w, has, (key, params) => this.t(key, params)))
+        .filter((text) => text !== null);
     }
 
     quotesSection(quotes) {

@@ -1,4 +1,4 @@
-// The project chart under a project answer (issue 16): drawn in code from the project data the
+// The project chart under a project answer: drawn in code from the project data the
 // server reads with the person's own token (never from model text). Each expert's triangle
 // (lower, peak, upper) on the project's scale, the mean, the median and the best compromise, and
 // the maximum error around the best compromise. The figure is one focusable image with a
@@ -22,12 +22,7 @@
     return node;
   }
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
+  const el = window.BecomeAssistantRender.el;
 
   function finite(x) { return typeof x === "number" && Number.isFinite(x); }
 

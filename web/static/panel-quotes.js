@@ -1,26 +1,14 @@
-// The quotes answer form (issue 24) as the reader sees it once the done frame is in: the
-// project's figures first (above the chart), then the lead-in and one quotation per quote with
-// its source (title › section, the original's link), or "I don't know" with its clarifying
+// The quotes answer form (worker/pipeline/quotes.py) as the reader sees it once the done frame is
+// in: the project's figures first (above the chart), then the lead-in and one quotation per quote
+// with its source (title › section, the original's link), or "I don't know" with its clarifying
 // question and the nearest sections as buttons that ask again. Built from the done frame's
 // `structured` block, with text nodes and a fixed set of elements only; no DOM of the panel.
 "use strict";
 
 (function () {
   const Render = window.BecomeAssistantRender;
-
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
-
-  // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
-  function plainHeading(text) {
-    return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
-      .replace(/\s+/g, " ").trim();
-  }
+  const el = Render.el;
+  const plainHeading = Render.plainHeading;
 
   // A done frame of the quotes form whose structured block can be shown as such.
   function applies(done) {

@@ -1,8 +1,8 @@
-// A small Markdown subset rendered on the DOM (B-31): paragraphs, bold, italic, lists, inline
-// code and line breaks. Headings, tables, images, links and block quotes become their text;
-// raw HTML stays text. Only text nodes and the elements p, strong, em, ul, ol, li, code, br
-// are created here; each number of a citation ([n], [1-3], [Zdroj 2], 【1】, ...) becomes
-// whatever ctx.citation(n) returns (with ctx.noCitations they stay text). Nothing is ever
+// A small Markdown subset rendered on the DOM (docs/spec/behaviour.md B-31): paragraphs, bold,
+// italic, lists, inline code and line breaks. Headings, tables, images, links and block quotes
+// become their text; raw HTML stays text. Only text nodes and the elements p, strong, em, ul, ol,
+// li, code, br are created here; each number of a citation ([n], [1-3], [Zdroj 2], 【1】, ...)
+// becomes whatever ctx.citation(n) returns (with ctx.noCitations they stay text). Nothing is ever
 // parsed as HTML (no innerHTML, outerHTML, insertAdjacentHTML or document.write).
 "use strict";
 
@@ -109,8 +109,20 @@
     return out;
   }
 
-  function el(tag) {
-    return document.createElement(tag);
+  // An element with an optional class and text: the panel's scripts all build their DOM with
+  // this one (panel.js, panel-answer.js, panel-quotes.js, panel-chart.js load after this file).
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
+  function plainHeading(text) {
+    return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
+      .replace(/\s+/g, " ").trim();
   }
 
   // ---- inline --------------------------------------------------------------------------
@@ -460,5 +472,5 @@
   }
 
   window.BecomeAssistantRender = {render: render, parseBlocks: parseBlocks,
-    stripCitations: stripCitations};
+    stripCitations: stripCitations, el: el, plainHeading: plainHeading};
 })();

@@ -214,43 +214,29 @@
       return n < 1 ? "invalid" : "valid";
     }
 
-    // What the done frame's checks ask the reader to verify: [{key, params}] of i18n texts. A
-    // check that could not run ({valid: null, unavailable: true}, a bug inside it on the
-    // server) is neither passed nor failed: it says so.
+    // What the done frame's checks ask the reader to verify, in the frame's order (the order
+    // of shared/checks.py's registry): [{key, lists, fallback}], worded by wordWarning. No
+    // check is named here: a failed one is `checks.<name>` with its block's lists; then weak
+    // sources; then each check that could not run ({valid: null, unavailable: true}, a bug
+    // inside it on the server: neither passed nor failed) as `checks.<name>.unavailable`.
     warnings() {
       const out = [];
       const checks = (this.done && this.done.checks) || {};
-      const numbers = checks.numbers || {};
-      if (numbers.valid === false) {
-        const list = (numbers.unconfirmed || []).map(String);
-        out.push(list.length ? {key: "checks.numbers", params: {list: list.join(", ")}}
-          : {key: "checks.numbersNone"});
+      const blocks = Object.keys(checks).filter((name) => checks[name] &&
+        typeof checks[name] === "object").map((name) => [name, checks[name]]);
+      for (const [name, block] of blocks) {
+        if (block.valid !== false) continue;
+        const lists = {};
+        for (const field of Object.keys(block)) {
+          if (Array.isArray(block[field])) lists[field] = block[field];
+        }
+        out.push({key: "checks." + name, lists: lists, fallback: "checks.failed"});
       }
-      const citations = checks.citations || {};
-      if (citations.valid === false) {
-        const bad = (citations.invalid || []).map((n) => "[" + n + "]");
-        out.push({key: bad.length > 1 ? "checks.citationsMany" : "checks.citations",
-          params: {list: bad.join(", ")}});
-      }
-      const quotes = checks.quotes || {};
-      if (quotes.valid === false && (quotes.not_found || []).length) {
-        out.push({key: "checks.quotes",
-          params: {list: quotes.not_found.map((q) => "“" + q + "”").join(", ")}});
-      }
-      const paths = checks.source_paths || {};
-      if (paths.valid === false && (paths.invalid || []).length) {
-        out.push({key: "checks.paths", params: {list: paths.invalid.join(", ")}});
-      }
-      if ((checks.prompt_echo || {}).valid === false) out.push({key: "checks.promptEcho"});
-      if ((checks.repeat || {}).valid === false) out.push({key: "checks.repeat"});
       const sources = (this.done && Array.isArray(this.done.sources)) ? this.done.sources : [];
       if (sources.length && sources.every((s) => s.weak === true)) out.push({key: "checks.weak"});
-      const named = {numbers: "checks.numbersUnavailable",
-        citations: "checks.citationsUnavailable"};
-      for (const name of Object.keys(checks)) {
-        const check = checks[name];
-        if (check && check.unavailable === true) {
-          out.push({key: named[name] || "checks.unavailable"});
+      for (const [name, block] of blocks) {
+        if (block.unavailable === true) {
+          out.push({key: "checks." + name + ".unavailable", fallback: "checks.unavailable"});
         }
       }
       return out;
@@ -265,5 +251,34 @@
     }
   }
 
-  return {TurnState: TurnState, CANCELLED: CANCELLED};
+  // One warning of TurnState.warnings() as a sentence, from the panel's texts alone
+  // (web/static/panel-i18n.js), so a check added to shared/checks.py needs only its wording:
+  //   checks.<name>         the sentence; {field} is the block's list of that name ({invalid})
+  //   checks.<name>.item    how one item of a list is written ("[{item}]"; else as it is)
+  //   checks.<name>.none    said instead when the lists it names are empty (else nothing)
+  //   checks.<name>.many    said instead for more than one item
+  // has(key): whether the texts hold key; t(key, params): the filled text. Null: nothing to say.
+  function wordWarning(w, has, t) {
+    let key = has(w.key) ? w.key : w.fallback;
+    if (!key) return null;
+    const lists = w.lists || {};
+    if (key === w.key) {
+      const named = Object.keys(lists).filter((f) => t(key, {}).includes("{" + f + "}"));
+      const count = named.reduce((n, f) => n + lists[f].length, 0);
+      if (named.length && count === 0) {
+        if (!has(key + ".none")) return null;
+        key += ".none";
+      } else if (count > 1 && has(key + ".many")) {
+        key += ".many";
+      }
+    }
+    const params = {};
+    for (const field of Object.keys(lists)) {
+      params[field] = lists[field].map((x) => has(w.key + ".item")
+        ? t(w.key + ".item", {item: String(x)}) : String(x)).join(", ");
+    }
+    return t(key, params);
+  }
+
+  return {TurnState: TurnState, CANCELLED: CANCELLED, wordWarning: wordWarning};
 });

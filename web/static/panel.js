@@ -22,9 +22,11 @@
   const RUNNING_KEY = "become-assistant.running";
   // The anonymous demo token: the same visitor after a reload (a turn is resumed by its owner).
   const ANON_KEY = "become-assistant.anonymous-token";
+  // The project picked in this tab: the picker shows it again after a reload.
+  const PROJECT_KEY = "become-assistant.project";
   // Every key of this tab's session: signing out removes them all.
-  const SESSION_KEYS = [SAVE_KEY, RUNNING_KEY, ANON_KEY];
-  const MAX_QUESTION = 4000;  // B-28: the length of one message
+  const SESSION_KEYS = [SAVE_KEY, RUNNING_KEY, ANON_KEY, PROJECT_KEY];
+  const MAX_QUESTION = 4000;  // the length of one message (docs/spec/behaviour.md section 9)
   const COUNTER_FROM = 3500;  // the counter shows from here on
   const UNDO_MS = 15000;  // how long New chat can be undone
   const FOLLOW_SLACK_PX = 48;
@@ -71,12 +73,7 @@
     } catch (err) { /* storage off (private mode): the feature just does not persist */ }
   }
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
+  const el = Render.el;
 
   function fill(template, params) {
     return template.replace(/\{(\w+)\}/g, (m, name) =>
@@ -173,6 +170,9 @@
       this.bindings = [];
       this.lastDone = null;
       this.projectId = this.opts.projectId !== undefined ? this.opts.projectId : null;
+      // The project picked before a reload, chosen again once the list has it.
+      this.projectWanted = this.opts.projectPicker && this.opts.projectId === undefined
+        ? storageGet("sessionStorage", PROJECT_KEY) : null;
       this.follow = true;  // keep the newest words in view until the person scrolls up
       this.clock = null;
       this.net = {wsWorked: false, sse: false};  // what the turns' transports found out
@@ -330,7 +330,11 @@
         label.htmlFor = this.id("project");
         const select = el("select");
         select.id = this.id("project");
-        select.addEventListener("change", () => { this.projectId = select.value || null; });
+        select.addEventListener("change", () => {
+          this.projectId = select.value || null;
+          this.projectWanted = null;
+          storageSet("sessionStorage", PROJECT_KEY, this.projectId);
+        });
         this.projectSelect = select;
         this.projectNote = el("p", "ba-project-note");
         this.projectNote.id = this.id("project-note");
@@ -344,8 +348,9 @@
       const question = el("textarea");
       question.id = this.id("question");
       question.name = "question";
-      // One line that grows as the question does (up to a third of the screen); no maxLength:
-      // a longer paste is kept whole and the counter says what to shorten (B-28).
+      // One line that grows as the question does (up to a third of the screen); no maxLength: a
+      // longer paste is kept whole and the counter says what to shorten (docs/spec/behaviour.md
+      // section 9).
       question.rows = 1;
       this.bind(question, "form.label", "placeholder");  // the label is not shown on a phone
       question.setAttribute("aria-describedby", this.id("hint") + " " + this.id("counter"));
@@ -570,7 +575,7 @@
     fillProjects(projects) {
       this.projects = projects;
       const select = this.projectSelect;
-      const keep = this.projectId;
+      const keep = this.projectId || this.projectWanted;
       const none = el("option", "", this.t("form.noProject"));
       none.value = "";
       const options = [none];
@@ -582,12 +587,14 @@
       select.replaceChildren(...options);
       select.value = keep && projects.some((p) => String(p.id) === keep) ? keep : "";
       this.projectId = select.value || null;
+      // A list that came (not the empty one shown while it loads, or to a visitor) settles it.
+      if (projects.length) this.projectWanted = null;
     }
 
     // ---- conversation ----
 
-    // At most the last 20 messages and about 6,000 characters, oldest dropped first (B-19);
-    // earlier answers lose their [n] markers.
+    // At most the last 20 messages and about 6,000 characters, oldest dropped first
+    // (docs/spec/behaviour.md B-19); earlier answers lose their [n] markers.
     historyForAsk() {
       const messages = this.history.slice(-HISTORY_MESSAGES).map((m) => ({
         role: m.role,
@@ -762,10 +769,12 @@
       this.undoText.textContent = this.t("tools.cleared");
     }
 
-    // Signing out ends the tab's session: the chat, its saved copy, the running answer and the
-    // anonymous token are gone, also across a reload (Export then has nothing).
+    // Signing out ends the tab's session: the chat, its saved copy, the running answer, the
+    // picked project and the anonymous token are gone, also across a reload (Export then has
+    // nothing).
     signOut() {
       this.clearChat(false);
+      this.projectWanted = null;
       for (const key of SESSION_KEYS) storageSet("sessionStorage", key, null);
     }
 

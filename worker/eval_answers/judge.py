@@ -1,4 +1,5 @@
-"""The judge role (B-35): blind scoring of answers with a JSON schema, and judge agreement."""
+"""The judge role (docs/spec/behaviour.md B-35): blind scoring of answers with a JSON schema, and
+judge agreement."""
 
 from __future__ import annotations
 

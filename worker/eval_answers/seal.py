@@ -1,4 +1,5 @@
-"""Sealed question sets (B-35): the file's hash and the acceptance rule, recorded before any run."""
+"""Sealed question sets (docs/spec/behaviour.md B-35): the file's hash and the acceptance rule,
+recorded before any run."""
 
 from __future__ import annotations
 

@@ -77,7 +77,8 @@ def provenance(setup: Setup) -> dict[str, Any]:
         "name": setup.name,
         "url": setup.url,
         "env": dict(setup.env),
-        # Modes (B-20) other than workflow do not exist yet; the setting is read when it does.
+        # Modes (docs/spec/behaviour.md B-20) other than workflow do not exist yet; the setting is
+        # read when it does.
         "mode": str(getattr(s, "mode", "workflow")),
         "answer_form": s.answer_form,
         "models": {r.name: _role(r) for r in (s.answer, s.translation, s.embeddings)},

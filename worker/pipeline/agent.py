@@ -1,4 +1,5 @@
-"""Agent and hybrid turns (B-20): the model reads what it needs through read-only tools.
+"""Agent and hybrid turns (docs/spec/behaviour.md B-20): the model reads what it needs through
+read-only tools.
 
 At most MAX_TOOL_CALLS calls, asked for in non-streamed decision calls (`tools`,
 `tool_choice: auto`); then the turn goes on exactly like the workflow: one tool-less final

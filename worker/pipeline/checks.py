@@ -38,7 +38,8 @@ class CheckInput:
 
     answer: str
     passages: int
-    # Passages, the question, the user's earlier messages and the project's figures (B-25).
+    # Passages, the question, the user's earlier messages and the project's figures
+    # (docs/spec/behaviour.md B-25).
     grounding: Sequence[str]
     history: Sequence[Message] = ()
     message: str = ""
@@ -60,8 +61,8 @@ def _citations(i: CheckInput) -> Block:
     c = check_citations(i.answer, i.passages, i.grounding)
     if i.show_sources:
         return {"valid": c.valid, "cited": list(c.cited), "invalid": list(c.invalid)}
-    # With sources off the markers never reach the user, so the flag reads valid (B-30); the
-    # trace keeps the real verdict under `recorded`.
+    # With sources off the markers never reach the user, so the flag reads valid
+    # (docs/spec/behaviour.md B-30); the trace keeps the real verdict under `recorded`.
     return {"valid": True, "cited": [], "invalid": [],
             "recorded": {"valid": c.valid, "invalid": list(c.invalid)}}
 

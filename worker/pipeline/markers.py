@@ -1,5 +1,5 @@
-"""Citation markers: reading every form a model writes (B-24), and removing them when sources
-are off (B-30), split markers included.
+"""Citation markers: reading every form a model writes (docs/spec/behaviour.md B-24), and removing
+them when sources are off (B-30), split markers included.
 
 Forms read as citations (each names one or more passage numbers):
 * `[n]`, also full-width `［n］`, `【n】`, `〔n〕`, `〖n〗` and full-width digits (`［１］`);

@@ -1,4 +1,5 @@
-"""Number check (B-25): every number in an answer must be grounded. Pure: no I/O, no model call.
+"""Number check (docs/spec/behaviour.md B-25): every number in an answer must be grounded. Pure: no
+I/O, no model call.
 
 A number in the answer is grounded when it appears in the grounding texts (passages, project
 data, the user's own messages) or is one of the pinned constants, either exactly or as that

@@ -20,7 +20,7 @@ def prompt_text(name: str) -> str:
 
 
 def language_line(lang: str) -> str:
-    """'Answer in X.' when the language is known, else nothing (B-23)."""
+    """'Answer in X.' when the language is known, else nothing (docs/spec/behaviour.md B-23)."""
     for line in prompt_text("language_line.txt").splitlines():
         code, _, text = line.partition("=")
         if code == lang:

@@ -69,7 +69,8 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
     answer = compose(chosen, passages, lang, lead)
-    # Verified, not assumed: each quote is looked up in its own passage's text (B-26).
+    # Verified, not assumed: each quote is looked up in its own passage's text
+    # (docs/spec/behaviour.md B-26).
     quotes = tuple({**q, "found": bool(q["text"].strip())
                     and fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)}
                    for q in answer.quotes)

@@ -3,8 +3,8 @@
 The spans of the retrieved passages (spans.py) are ranked against the question by meaning (the
 embeddings role) and by words (BM25's idf over the index); the best one to three are quoted
 verbatim, each with its [n]. When none clears THRESHOLD the outcome is "I don't know" with one
-clarifying question naming the nearest sections (B-21). Weights and threshold were chosen on
-the dev and held-out sets (docs/benchmarks.md, "Quotes answer form").
+clarifying question naming the nearest sections (docs/spec/behaviour.md B-21). Weights and
+threshold were chosen on the dev and held-out sets (docs/benchmarks.md, "Quotes answer form").
 """
 
 from __future__ import annotations

@@ -31,20 +31,21 @@ class RetrievalConfig:
     fold_diacritics: bool = False
     lemmatize: bool = False
     per_language_pools: bool = False
-    # Cross-lingual help for a Czech question (issue 12): also search English passages with
+    # Cross-lingual help for a Czech question: also search English passages with
     # the question's words translated by the interface-text dictionary (lexicon.py) ...
     expand_czech: bool = False
     # ... keep this many of the top_k places for the best English passages ...
     english_slots: int = 0
-    # When a translation is searched: search the original wording by meaning too, and search
-    # the (English) translation over English passages only, since the original's rankings
-    # already cover the Czech ones (both measured in docs/benchmarks.md, issue 12).
+    # When a translation is searched: search the original wording by meaning too, and search the
+    # (English) translation over English passages only, since the original's rankings already cover
+    # the Czech ones (both measured in docs/benchmarks.md, "Cross-lingual retrieval offline").
     dense_original: bool = True
     translation_english_only: bool = True
-    # Language-aware fusion variants (issue 12, item 1): the RRF weight of the translation's
-    # rankings; the weight of an extra dense ranking of a Czech question's own wording over
-    # English passages only (0 = off); the weight of a BM25 ranking of its Czech lemmas over
-    # the English passages' Czech keywords from the reversed interface dictionary (0 = off).
+    # Language-aware fusion variants (docs/benchmarks.md, "Cross-lingual retrieval offline", second
+    # round): the RRF weight of the translation's rankings; the weight of an extra dense ranking of
+    # a Czech question's own wording over English passages only (0 = off); the weight of a BM25
+    # ranking of its Czech lemmas over the English passages' Czech keywords from the reversed
+    # interface dictionary (0 = off).
     translation_weight: float = 1.0
     original_english: float = 1.0
     czech_keywords: float = 1.0
@@ -68,9 +69,10 @@ class RetrievalConfig:
     per_section: int = 2
     # BM25 also reads an identifier's words (key paths, settings names; see tokenize).
     split_identifiers: bool = True
-    # For a Czech question, the RRF weight of a dense ranking of its own wording over the
-    # passages' Czech captions alone, a view the index keeps apart from the text (0 = off; an
-    # index built without the view has none). Measured in docs/benchmarks.md (issue 25).
+    # For a Czech question, the RRF weight of a dense ranking of its own wording over the passages'
+    # Czech captions alone, a view the index keeps apart from the text (0 = off; an index built
+    # without the view has none). Measured in docs/benchmarks.md, "Captions shipped with the
+    # corpus".
     caption_cs: float = 1.0
     # The same for an English question over the English captions (a Czech question's
     # translation searching them lost more than it found: not for it).

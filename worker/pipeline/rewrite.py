@@ -1,4 +1,5 @@
-"""Search-side model calls: translate a Czech question (B-13), rewrite a follow-up (B-14)."""
+"""Search-side model calls (docs/spec/behaviour.md B-13, B-14): translate a Czech question,
+rewrite a follow-up."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def translate_for_search(role: ModelRole, text: str, timeout_s: float = 30) -> s
 
 
 FEWSHOT_PROMPT = "translate_fewshot.txt"
-# The issue-12 first prompt (three hand-written examples), kept to re-measure against.
+# The first prompt (three hand-written examples), kept to re-measure against (docs/benchmarks.md,
+# "Cross-lingual retrieval offline").
 FEWSHOT_PROMPT_V1 = "translate_fewshot_v1.txt"
 
 
@@ -57,7 +59,7 @@ def translate_fewshot(role: ModelRole, text: str, timeout_s: float = 30,
     """The question in English from a base (completion) model: a few-shot "Czech: / English:"
     prompt, greedy, one line; the original if the model gives nothing."""
     # The examples: the app's own question-shaped interface strings with their English twins
-    # (locale files, same key path), then three written for issue 12. The prompt's head is the
+    # (locale files, same key path), then three written by hand. The prompt's head is the
     # same for every question, so llama.cpp reuses its evaluated tokens from the last call.
     # No newline after the last "English:": the model's line must continue it.
     prompt = prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))

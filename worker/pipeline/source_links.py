@@ -1,4 +1,4 @@
-"""How sources are presented (issue 27, item 8): one entry per section, a human title for a
+"""How sources are presented: one entry per section, a human title for a
 locale key, and a link to the public original at the passage's lines where the host has line
 anchors. Presentation only: the index and what it embeds are untouched."""
 

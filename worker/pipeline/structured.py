@@ -1,5 +1,6 @@
-"""The structured answer form (B-21, B-26): output held by a JSON schema, the `answer` field
-streamed as it is generated, quotes and source paths verified in code afterwards."""
+"""The structured answer form (docs/spec/behaviour.md B-21, B-26): output held by a JSON schema,
+the `answer` field streamed as it is generated, quotes and source paths verified in code
+afterwards."""
 
 from __future__ import annotations
 

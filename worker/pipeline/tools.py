@@ -1,4 +1,5 @@
-"""Read-only tools of agent and hybrid turns (B-20): plain functions behind JSON schemas.
+"""Read-only tools of agent and hybrid turns (docs/spec/behaviour.md B-20): plain functions behind
+JSON schemas.
 
 A tool never raises: an unknown tool, bad arguments or a failure becomes an error text the
 model reads and can recover from. Project tools only read what the web tier prefetched with
@@ -137,7 +138,8 @@ class ToolBox:
             if any(p.get("id") == project_id for p in projects):
                 raise ToolError("not_prefetched", "This project was not read for this turn; "
                                 "the user can open it from its own panel and ask there.")
-            # The same words whether it exists for someone else or not at all (B-16).
+            # The same words whether it exists for someone else or not at all
+            # (docs/spec/behaviour.md B-16).
             raise ToolError("not_found", "No project with this id among the user's projects.")
         text = str(entry.get(section) or "")
         if not text.strip():

@@ -1,5 +1,5 @@
-"""One answer turn, steps in a fixed order (B-3): language -> rewrite -> translate -> retrieve ->
-project context -> prompt -> generate (streamed) -> checks -> done.
+"""One answer turn, steps in a fixed order (docs/spec/behaviour.md B-3): language -> rewrite ->
+translate -> retrieve -> project context -> prompt -> generate (streamed) -> checks -> done.
 
 A bug in any step (an exception that is no AssistantError) ends the turn at once with one
 plain error frame, logged with the turn id, the step and the exception's type, never its text;
@@ -246,7 +246,7 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
     shown = answer.text if s.show_sources else strip_markers(answer.text)
     if s.trace_text:
         trace.message, trace.answer = req.message, answer.text
-    # Checked in code: the panel notes an answer written in another language (B-33).
+    # Checked in code: the panel notes an answer written in another language.
     answer_lang = detect_language(answer.text)
     emit.done(Done(
         answer=shown,
@@ -262,7 +262,7 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         language_differs=answer_lang != lang and {answer_lang, lang} <= {"cs", "en"},
         answer_form=s.effective_answer_form,
         # Every model call is at temperature 0 (generate.py): the same question and sources give
-        # the same answer, and the panel says so under a regenerated one (issue 27).
+        # the same answer, and the panel says so under a regenerated one.
         deterministic=True,
         **form,
         **extra,
@@ -323,7 +323,8 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
 
 def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
                search: str, query: str, mode: str, first_token_deadline: float) -> str | None:
-    """An agent or hybrid turn (B-20); returns the reason when it must fall back to workflow."""
+    """An agent or hybrid turn (docs/spec/behaviour.md B-20); returns the reason when it must fall
+    back to workflow."""
     s = deps.settings
     seed = None
     summary = None
@@ -379,14 +380,16 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                written_in_code: bool = False,
                quotes: Sequence[dict[str, Any]] | None = None,
                paths: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Every check of shared/checks.py that applies (B-24, B-25); flags only, the answer is
+    """Every check of shared/checks.py that applies (docs/spec/behaviour.md B-24, B-25); flags
+    only, the answer is
     never changed.
 
     A check that raises reads unavailable ({"valid": None, "unavailable": true}); the others
     still run.
     """
-    # Only what the user wrote and the model saw grounds a number (B-25): an earlier answer
-    # would let any number "confirm" itself, and the client writes the whole history.
+    # Only what the user wrote and the model saw grounds a number (docs/spec/behaviour.md B-25): an
+    # earlier answer would let any number "confirm" itself, and the client writes the whole
+    # history.
     history = trim_history(req.history)
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
         m.content for m in history if m.role == "user"]

@@ -1,4 +1,5 @@
-"""Weak matches: passages whose fused score says the search found nothing close (issue 24).
+"""Weak matches: passages whose fused score says the search found nothing close
+(docs/benchmarks.md, "Weak matches").
 
 A fused score is a share of the best possible reciprocal-rank sum (fusion.fuse): 1.0 when every
 ranking put the passage first. Only hybrid retrieval fuses; one ranking alone gives raw scores
