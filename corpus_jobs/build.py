@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -18,14 +17,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from corpus_jobs.caption_file import load_caption_file
-from corpus_jobs.loaders import (
-    LoadedPiece,
-    include_target,
-    load_json,
-    load_markdown,
-    load_pdf,
-    load_text,
-)
+from corpus_jobs.loaders import LoadedPiece, Source, include_target, loader_for, loaders_version
 from corpus_jobs.manifest import Manifest
 from corpus_jobs.questions import load_question_file, question_views
 from shared import corpus_store
@@ -69,41 +61,30 @@ class BuildReport:
 
 def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str],
                done: set[str]) -> list[LoadedPiece]:
-    """Load one public file; an include stub yields its target once (or nothing)."""
+    """Load one public file with its suffix's loader; an include stub yields its target once
+    (or nothing)."""
     lang = manifest.language_of(rel)
-    suffix = path.suffix.lower()
-    if suffix == ".md":
-        target = include_target(raw)
-        if target is not None:
-            if target in rels or target in done:
-                return []  # the included README is indexed once, as itself
-            target_path = (manifest.root / target).resolve()
-            if not target_path.is_file() or not target_path.is_relative_to(manifest.root):
-                log.warning("%s: include target %s not found", rel, target)
-                return []
-            rel, raw = target, target_path.read_text(encoding="utf-8", errors="replace")
-        done.add(rel)
-        return load_markdown(rel, raw, manifest.root, lang, CHUNK_SIZE)
+    if path.suffix.lower() == ".md" and (target := include_target(raw)) is not None:
+        if target in rels or target in done:
+            return []  # the included README is indexed once, as itself
+        target_path = (manifest.root / target).resolve()
+        if not target_path.is_file() or not target_path.is_relative_to(manifest.root):
+            log.warning("%s: include target %s not found", rel, target)
+            return []
+        path, rel = target_path, target
+        raw = target_path.read_text(encoding="utf-8", errors="replace")
     done.add(rel)
-    if suffix == ".json":
-        return load_json(rel, raw, lang, CHUNK_SIZE)
-    if suffix == ".pdf":
-        return load_pdf(path, rel, lang, CHUNK_SIZE)
-    return load_text(rel, raw, lang, CHUNK_SIZE, local=False)
+    return loader_for(path).load(Source(path, rel, raw, manifest.root, lang), CHUNK_SIZE)
 
 
 def _local_pieces(manifest: Manifest, path: Path) -> list[LoadedPiece]:
     """Load one local-layer file, marked as a local copy with no URL."""
     assert manifest.local_dir is not None
     rel = "local/" + path.relative_to(manifest.local_dir).as_posix()
-    lang = manifest.language
-    if path.suffix.lower() == ".pdf":
-        return load_pdf(path, rel, lang, CHUNK_SIZE)
-    raw = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix.lower() == ".md":
-        return [dataclasses.replace(p, local=True)
-                for p in load_markdown(rel, raw, manifest.local_dir, lang, CHUNK_SIZE)]
-    return load_text(rel, raw, lang, CHUNK_SIZE, local=True)
+    loader = loader_for(path)
+    raw = "" if loader.binary else path.read_text(encoding="utf-8", errors="replace")
+    return loader.load(Source(path, rel, raw, manifest.local_dir, manifest.language, local=True),
+                       CHUNK_SIZE)
 
 
 def index_text(piece: LoadedPiece, caption: str = "") -> str:
@@ -121,7 +102,7 @@ def collect(manifest: Manifest, captions: dict[str, str] | None = None
 
 def load_pieces(manifest: Manifest) -> tuple[list[LoadedPiece], str, int]:
     """Every loaded piece, the corpus content hash and the document count."""
-    digest = hashlib.sha256(f"chunk={CHUNK_SIZE};loaders=3".encode())
+    digest = hashlib.sha256(f"chunk={CHUNK_SIZE};loaders={loaders_version()}".encode())
     files = manifest.files()
     rels = {manifest.rel(p) for p in files}
     done: set[str] = set()
@@ -130,7 +111,7 @@ def load_pieces(manifest: Manifest) -> tuple[list[LoadedPiece], str, int]:
         rel = manifest.rel(path)
         raw_bytes = path.read_bytes()
         digest.update(rel.encode() + b"\0" + raw_bytes + b"\0")
-        raw = raw_bytes.decode("utf-8", errors="replace") if path.suffix != ".pdf" else ""
+        raw = "" if loader_for(path).binary else raw_bytes.decode("utf-8", errors="replace")
         pieces.extend(_pieces_of(manifest, path, rel, raw, rels, done))
     local = manifest.local_files()
     for path in local:

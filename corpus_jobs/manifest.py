@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from corpus_jobs.loaders import LOCAL_SUFFIXES
 from shared.errors import ConfigError
-
-LOCAL_SUFFIXES = (".pdf", ".txt", ".md")
 
 
 @dataclass(frozen=True)
