@@ -345,7 +345,7 @@ class Settings:
     client_message_limit: str = setting(
         "ASSISTANT_CLIENT_MESSAGE_LIMIT", RATE, "120/hour",
         "messages per client address, all its users together (an IPv6 prefix of "
-        "`ASSISTANT_IPV6_PREFIX` is one address)")
+        "`ASSISTANT_IPV6_PREFIX` is one address)", limit="client")
     max_streams_per_user: int = setting(
         "ASSISTANT_MAX_STREAMS_PER_USER", POSITIVE_INT, 4,
         "concurrent `GET /turns/<turn>/events` streams of one user")
@@ -375,15 +375,15 @@ class Settings:
         shown_default="unset (`production`: required, `none` when there is no proxy)")
     # Limits (docs/spec/behaviour.md section 9): moving windows.
     user_message_limit: str = setting("ASSISTANT_USER_MESSAGE_LIMIT", RATE, "60/hour",
-                                      "messages per user")
+                                      "messages per user", limit="user")
     client_request_limit: str = setting(
         "ASSISTANT_CLIENT_REQUEST_LIMIT", RATE, "20/minute",
         "ticket requests, SSE starts, turn-event streams, WebSocket resumes, cancels, feedback, "
         "project lists and charts per client address")
     global_message_limit: str = setting("ASSISTANT_GLOBAL_MESSAGE_LIMIT", RATE, "600/hour",
-                                        "messages across all users")
+                                        "messages across all users", limit="global")
     daily_question_cap: int = setting("ASSISTANT_DAILY_QUESTION_CAP", COUNT, 0,
-                                      "questions a day across all visitors")
+                                      "questions a day across all visitors", limit="daily")
     max_turns_per_user: int = setting("ASSISTANT_MAX_TURNS_PER_USER", POSITIVE_INT, 2,
                                       "turns of one user in flight at once")
     max_turns_per_process: int = setting("ASSISTANT_MAX_TURNS_PER_PROCESS", POSITIVE_INT, 8,

@@ -34,6 +34,9 @@ class Declared:
     meaning: str
     choices: tuple[str, ...] = ()
     shown_default: str | None = None  # the default as the docs say it, when not the value
+    # A moving window on messages, and whom it counts (`user`, `client`, `global`, `daily`:
+    # shared/limits/windows.py SCOPES): every message is checked against it at admission.
+    limit: str = ""
 
 
 META = "setting"
@@ -41,9 +44,10 @@ META = "setting"
 
 def setting(env: str, kind: Kind[T], default: T, meaning: str, *,
             choices: tuple[str, ...] = (), shown_default: str | None = None,
-            secret: bool = False) -> T:
-    """A Settings field read from `env`: one declaration for parsing and the docs."""
-    declared = Declared(env, kind, meaning, choices, shown_default)
+            secret: bool = False, limit: str = "") -> T:
+    """A Settings field read from `env`: one declaration for parsing, the docs and, with
+    `limit=`, the message windows a message is admitted against."""
+    declared = Declared(env, kind, meaning, choices, shown_default, limit)
     # A dataclasses.Field at run time; typed as its value so each field keeps its own type.
     return cast(T, field(default=default, repr=not secret, metadata={META: declared}))
 

@@ -456,3 +456,40 @@ def test_redis_down_refuses_with_503() -> None:
         turns.ask("alice", "ahoj", "cs")
     assert info.value.public_message.startswith("Asistent teď nemůže ověřit limity")
     turns.leases.release("t1")  # never raises: the slot would free at its deadline anyway
+
+
+# ---- the message windows are declared with their settings (pure: no Redis call) ------------
+
+def test_message_windows_are_the_settings_declared_as_limits() -> None:
+    from shared.config import DECLARED
+    from shared.limits import windows
+
+    declared = {name: d.limit for name, d in DECLARED.items() if d.limit}
+    assert declared == {"client_message_limit": "client", "user_message_limit": "user",
+                        "global_message_limit": "global", "daily_question_cap": "daily"}
+    assert set(declared.values()) <= set(windows.SCOPES)
+    assert set(windows.REFUSALS) == set(windows.SCOPES)
+    limiter = Limiter(make_settings(DAILY_QUESTION_CAP="50"), redis.Redis(port=6399))
+    assert [r.kind for r in limiter.message_rules("u", "192.0.2.7")] == [
+        "user", "client", "global", "daily"]
+    # No address: no address window; no daily cap: no daily window.
+    assert [r.kind for r in Limiter(make_settings(), redis.Redis(port=6399)).message_rules(
+        "u", None)] == ["user", "global"]
+
+
+def test_a_setting_declared_as_a_limit_is_a_window_of_every_message(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new limit is one `limit=` on its setting: the admission's windows gain it."""
+    import dataclasses
+
+    from shared.config import DECLARED
+    from shared.limits import windows
+
+    extra = dataclasses.replace(DECLARED["client_request_limit"], limit="user")
+    monkeypatch.setattr(windows, "DECLARED", {**DECLARED, "client_request_limit": extra})
+    limiter = Limiter(make_settings(CLIENT_REQUEST_LIMIT="500/day"), redis.Redis(port=6399))
+    rules = limiter.message_rules("u", None)
+    assert [(r.kind, str(r.item)) for r in rules][:2] == [
+        ("user", "60 per 1 hour"), ("user", "500 per 1 day")]
+    refusal = limiter.window_refusal(rules[1], time.time(), "en")
+    assert refusal.public_message.startswith("You have sent 500 messages in the last day.")

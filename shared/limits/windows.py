@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import redis
@@ -15,7 +16,7 @@ from limits.storage import RedisStorage
 from limits.strategies import MovingWindowRateLimiter
 
 from shared import keys
-from shared.config import Settings, parse_rate
+from shared.config import DECLARED, Settings, parse_rate
 from shared.errors import RateLimited, TooLarge
 from shared.limits.wording import (
     again,
@@ -30,13 +31,71 @@ from shared.limits.wording import (
 STORE_ERRORS = (redis.RedisError, StorageError)
 
 
-
-
 @dataclass(frozen=True)
 class Rule:
-    kind: str  # "client", "user", "global" or "daily": picks the refusal sentence
+    kind: str  # whom it counts (a key of SCOPES and REFUSALS): picks the refusal sentence
     item: RateLimitItem
     scope: tuple[str, ...]
+
+
+# Whom a moving window on messages counts, in refusal order (the user's own limit is named
+# first): its scope in Redis from (user, the address's bucket or None). A setting declared with
+# `limit=` one of these (shared/config.py) is such a window; nothing else lists it.
+SCOPES: Mapping[str, Callable[[str, str | None], tuple[str, ...] | None]] = {
+    "user": lambda user, bucket: keys.rate_user(user),
+    # Shared by everyone behind the address; none when the message has no address.
+    "client": lambda user, bucket: None if bucket is None else keys.rate_client_message(bucket),
+    "global": lambda user, bucket: keys.RATE_GLOBAL,
+    "daily": lambda user, bucket: keys.RATE_DAILY,
+}
+
+
+def _client_refusal(n: int, window: str, cs: bool) -> str:
+    return (f"Z vaší adresy přišlo příliš mnoho požadavků ({n} {window})." if cs else
+            f"Too many requests from your address ({n} {window}).")
+
+
+def _user_refusal(n: int, window: str, cs: bool) -> str:
+    return (f"{window.capitalize()} jste poslali {n} "
+            f"{cs_form(n, ('zprávu', 'zprávy', 'zpráv'))}." if cs else
+            f"You have sent {n} {en_form(n, 'message')} {window}.")
+
+
+def _global_refusal(n: int, window: str, cs: bool) -> str:
+    return (f"Asistent dostal {window} nejvyšší povolený počet zpráv od všech uživatelů "
+            f"({grouped(n, cs)})." if cs else
+            f"The assistant has reached its limit of {grouped(n, cs)} "
+            f"{en_form(n, 'message')} {window} across all users.")
+
+
+def _daily_refusal(n: int, window: str, cs: bool) -> str:
+    return (f"Asistent dosáhl denního limitu dotazů od všech návštěvníků "
+            f"({grouped(n, cs)})." if cs else
+            f"The assistant has reached its limit of {grouped(n, cs)} "
+            f"{en_form(n, 'question')} a day across all visitors.")
+
+
+# The refusal's sentence per kind (the window's size, its phrase such as "in the last hour",
+# Czech or not); the request windows (ticket requests, /healthz) are `client` too.
+REFUSALS: Mapping[str, Callable[[int, str, bool], str]] = {
+    "client": _client_refusal, "user": _user_refusal, "global": _global_refusal,
+    "daily": _daily_refusal}
+
+
+def message_windows(settings: Settings) -> tuple[tuple[str, RateLimitItem], ...]:
+    """(kind, rate) of every setting declared as a message window, in refusal order; a count
+    (`ASSISTANT_DAILY_QUESTION_CAP`) is per day, 0 is off."""
+    out: list[tuple[str, RateLimitItem]] = []
+    for kind in SCOPES:
+        for name, declared in DECLARED.items():
+            if declared.limit != kind:
+                continue
+            value = getattr(settings, name)
+            if isinstance(value, str):
+                out.append((kind, parse_rate(value, declared.env)))
+            elif value > 0:
+                out.append((kind, RateLimitItemPerDay(value)))
+    return tuple(out)
 
 
 def address_bucket(addr: str, ipv6_prefix: int = 56) -> str:
@@ -69,15 +128,9 @@ class Limiter:
         self._v6 = settings.ipv6_prefix
         self._per_client = parse_rate(settings.client_request_limit,
                                       "ASSISTANT_CLIENT_REQUEST_LIMIT")
-        self._per_user = parse_rate(settings.user_message_limit, "ASSISTANT_USER_MESSAGE_LIMIT")
-        self._per_client_message = parse_rate(settings.client_message_limit,
-                                              "ASSISTANT_CLIENT_MESSAGE_LIMIT")
+        self._windows = message_windows(settings)
         self._health = parse_rate(settings.health_request_limit,
                                   "ASSISTANT_HEALTH_REQUEST_LIMIT")
-        self._global = parse_rate(settings.global_message_limit,
-                                  "ASSISTANT_GLOBAL_MESSAGE_LIMIT")
-        self._daily = (RateLimitItemPerDay(settings.daily_question_cap)
-                       if settings.daily_question_cap > 0 else None)
 
     def check_request(self, client_addr: str, lang: str = "en") -> None:
         """Count one ticket request or SSE start for a client address; raise RateLimited."""
@@ -113,16 +166,14 @@ class Limiter:
         raise TooLarge(f"message of {len(message)} characters", public_message=text)
 
     def message_rules(self, user: str, client_addr: str | None) -> tuple[Rule, ...]:
-        """A message's windows in refusal order: user, address, global, daily."""
-        user_rule = Rule("user", self._per_user, keys.rate_user(user))
-        shared = [Rule("global", self._global, keys.RATE_GLOBAL)]
-        if self._daily is not None:
-            shared.insert(0, Rule("daily", self._daily, keys.RATE_DAILY))
-        if client_addr is not None:
-            # Shared by everyone behind the address.
-            shared.append(Rule("client", self._per_client_message,
-                                keys.rate_client_message(self.bucket(client_addr))))
-        return (user_rule, *reversed(shared))
+        """A message's windows in refusal order (SCOPES): user, address, global, daily."""
+        bucket = None if client_addr is None else self.bucket(client_addr)
+        rules = []
+        for kind, item in self._windows:
+            scope = SCOPES[kind](user, bucket)
+            if scope is not None:
+                rules.append(Rule(kind, item, scope))
+        return tuple(rules)
 
     def request_rule(self, client_addr: str) -> Rule:
         """The per-address request window (ticket requests, SSE starts)."""
@@ -148,25 +199,8 @@ class Limiter:
             reset_time = self._window.get_window_stats(rule.item, *rule.scope).reset_time
         # The oldest hit in the window ages out at reset_time; then one slot is free.
         retry = max(1, math.ceil(reset_time - time.time()))
-        cs, n = czech(lang), rule.item.amount
-        window = window_phrase(rule.item, cs)
-        if rule.kind == "client":
-            text = (f"Z vaší adresy přišlo příliš mnoho požadavků ({n} {window})." if cs else
-                    f"Too many requests from your address ({n} {window}).")
-        elif rule.kind == "user":
-            text = (f"{window.capitalize()} jste poslali {n} "
-                    f"{cs_form(n, ('zprávu', 'zprávy', 'zpráv'))}." if cs else
-                    f"You have sent {n} {en_form(n, 'message')} {window}.")
-        elif rule.kind == "global":
-            text = (f"Asistent dostal {window} nejvyšší povolený počet zpráv od všech uživatelů "
-                    f"({grouped(n, cs)})." if cs else
-                    f"The assistant has reached its limit of {grouped(n, cs)} "
-                    f"{en_form(n, 'message')} {window} across all users.")
-        else:
-            text = (f"Asistent dosáhl denního limitu dotazů od všech návštěvníků "
-                    f"({grouped(n, cs)})." if cs else
-                    f"The assistant has reached its limit of {grouped(n, cs)} "
-                    f"{en_form(n, 'question')} a day across all visitors.")
+        cs = czech(lang)
+        text = REFUSALS[rule.kind](rule.item.amount, window_phrase(rule.item, cs), cs)
         return RateLimited(f"{rule.kind} limit {rule.item}", retry_after=retry,
                            public_message=f"{text} {again(retry, cs)}")
 
