@@ -524,3 +524,18 @@ def test_quotes_form_is_evaluated_per_language_through_the_real_path(
     assert result["setups"]["A"]["provenance"]["answer_form"] == "quotes"
     assert "en: first quote from the expected section" in printed.out
     assert "cs: first quote from the expected section" in printed.out
+
+
+def test_provenance_records_every_configured_role() -> None:
+    """The setup's models are the role registry's, not a hand-kept list: the offline
+    translator (which changes Czech retrieval) and a configured judge are recorded too."""
+    from shared.config import ROLE_SPECS
+    from worker.eval_answers.setup import Setup, provenance
+
+    env = (("ASSISTANT_JUDGE_BASE_URL", "http://127.0.0.1:9/v1"),
+           ("ASSISTANT_JUDGE_MODEL", "judge-model"))
+    models = provenance(Setup("t", None, env))["models"]
+    assert list(models) == [s.name for s in ROLE_SPECS if s.name != "captions"]
+    assert models["translator"]["model"] == "gemma-3-270m"
+    assert models["judge"] == {"provider": "local", "model": "judge-model",
+                               "base_url": "http://127.0.0.1:9/v1"}

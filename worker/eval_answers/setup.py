@@ -81,7 +81,8 @@ def provenance(setup: Setup) -> dict[str, Any]:
         # read when it does.
         "mode": str(getattr(s, "mode", "workflow")),
         "answer_form": s.answer_form,
-        "models": {r.name: _role(r) for r in (s.answer, s.translation, s.embeddings)},
+        # Every configured role (the registry's order): one added to Settings is recorded too.
+        "models": {r.name: _role(r) for r in s.roles},
         "prompts": prompt_hashes(),
         "settings": {k: getattr(s, k) for k in ANSWER_SETTINGS},
     }
