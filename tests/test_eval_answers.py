@@ -534,8 +534,10 @@ def test_provenance_records_every_configured_role() -> None:
 
     env = (("ASSISTANT_JUDGE_BASE_URL", "http://127.0.0.1:9/v1"),
            ("ASSISTANT_JUDGE_MODEL", "judge-model"))
-    models = provenance(Setup("t", None, env))["models"]
-    assert list(models) == [s.name for s in ROLE_SPECS if s.name != "captions"]
+    setup = Setup("t", None, env)
+    models = provenance(setup)["models"]
+    assert list(models) == [s.name for s in ROLE_SPECS
+                            if getattr(setup.settings(), s.name) is not None]
     assert models["translator"]["model"] == "gemma-3-270m"
     assert models["judge"] == {"provider": "local", "model": "judge-model",
                                "base_url": "http://127.0.0.1:9/v1"}

@@ -465,16 +465,18 @@ def test_message_windows_are_the_settings_declared_as_limits() -> None:
     from shared.limits import windows
 
     declared = {name: d.limit for name, d in DECLARED.items() if d.limit}
-    assert declared == {"client_message_limit": "client", "user_message_limit": "user",
-                        "global_message_limit": "global", "daily_question_cap": "daily"}
+    assert declared.items() >= {"client_message_limit": "client", "user_message_limit": "user",
+                                "global_message_limit": "global",
+                                "daily_question_cap": "daily"}.items()
     assert set(declared.values()) <= set(windows.SCOPES)
     assert set(windows.REFUSALS) == set(windows.SCOPES)
     limiter = Limiter(make_settings(DAILY_QUESTION_CAP="50"), redis.Redis(port=6399))
-    assert [r.kind for r in limiter.message_rules("u", "192.0.2.7")] == [
-        "user", "client", "global", "daily"]
+    kinds = [r.kind for r in limiter.message_rules("u", "192.0.2.7")]
+    assert kinds == sorted(kinds, key=list(windows.SCOPES).index)  # the refusal order
+    assert set(kinds) == {"user", "client", "global", "daily"}
     # No address: no address window; no daily cap: no daily window.
-    assert [r.kind for r in Limiter(make_settings(), redis.Redis(port=6399)).message_rules(
-        "u", None)] == ["user", "global"]
+    assert {r.kind for r in Limiter(make_settings(), redis.Redis(port=6399)).message_rules(
+        "u", None)} == {"user", "global"}
 
 
 def test_a_setting_declared_as_a_limit_is_a_window_of_every_message(
