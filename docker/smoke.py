@@ -209,7 +209,7 @@ def resume_across_webs(env: dict[str, str], secret: str) -> None:
           "the text streamed over both sockets equals the final answer")
 
 
-# --- the rolling upgrade (issue 29) ----------------------------------------------------------
+# --- the rolling upgrade (docs/operations.md) ----------------------------------------------------------
 
 ROLLOUT_CLIENTS = int(os.environ.get("SMOKE_ROLLOUT_CLIENTS", "6"))
 SILENT_S = 60.0  # no frame at all for this long is silence (pings come every 15 s in a turn)

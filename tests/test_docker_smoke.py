@@ -1,6 +1,6 @@
 """docker/smoke.py's counting of the turns of its rolling upgrade, without Docker: a gap or a
 repeat in `seq`, a streamed text other than the answer, or any error frame but the time
-limit's fails the smoke (`make docker-smoke` runs the rest for real, issue 29)."""
+limit's fails the smoke (`make docker-smoke` runs the rest for real)."""
 
 from __future__ import annotations
 
