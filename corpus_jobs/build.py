@@ -278,54 +278,49 @@ def _write_staging(conn: psycopg.Connection, settings: Settings, passages: list[
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
 
 
-def _write_caption_views(conn: psycopg.Connection, settings: Settings,
-                         views: list[tuple[str, str, str]], reader: str) -> int:
-    """The staging table of caption views (passage id, language, caption, its embedding),
-    maybe empty; returns how many captions were embedded (the others came from the cache)."""
+def _write_views(conn: psycopg.Connection, settings: Settings, table: str, column: str,
+                 rows: list[tuple[str, str, str]], hashed: Callable[[str, str], str],
+                 reader: str, kind: str = "passage", key: str = "id, lang",
+                 progress: Progress | None = None) -> int:
+    """A staging table of views (passage id, language, the view's text in `column`, its
+    embedding as `kind`), maybe empty; returns how many texts were embedded (the others came
+    from the cache)."""
     vectors, embedded = _embed_texts(
-        conn, settings, {_caption_hash(lang, c): c for _pid, lang, c in views})
-    staging = sql.Identifier(corpus_store.CAPTIONS_STAGING_TABLE)
+        conn, settings, {hashed(lang, t): t for _pid, lang, t in rows}, progress, kind=kind)
+    staging = sql.Identifier(table)
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging))
         conn.execute(sql.SQL(
-            "CREATE TABLE {} (id text NOT NULL, lang text NOT NULL, caption text NOT NULL, "
-            "embedding vector({}) NOT NULL, PRIMARY KEY (id, lang))").format(
-            staging, sql.Literal(settings.embedding_dim)))
-        with conn.cursor().copy(sql.SQL("COPY {} (id, lang, caption, embedding) FROM STDIN")
-                                .format(staging)) as copy:
-            for pid, lang, caption in views:
-                vec = vectors[_caption_hash(lang, caption)]
-                copy.write_row((pid, lang, caption, "[" + ",".join(f"{x:.7g}" for x in vec)
+            "CREATE TABLE {} (id text NOT NULL, lang text NOT NULL, {} text NOT NULL, "
+            "embedding vector({}) NOT NULL, PRIMARY KEY ({}))").format(
+            staging, sql.Identifier(column), sql.Literal(settings.embedding_dim),
+            sql.SQL(key)))
+        with conn.cursor().copy(sql.SQL("COPY {} (id, lang, {}, embedding) FROM STDIN")
+                                .format(staging, sql.Identifier(column))) as copy:
+            for pid, lang, text in rows:
+                vec = vectors[hashed(lang, text)]
+                copy.write_row((pid, lang, text, "[" + ",".join(f"{x:.7g}" for x in vec)
                                 + "]"))
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
     return embedded
+
+
+def _write_caption_views(conn: psycopg.Connection, settings: Settings,
+                         views: list[tuple[str, str, str]], reader: str) -> int:
+    """The staging table of caption views (passage id, language, caption, its embedding)."""
+    return _write_views(conn, settings, corpus_store.CAPTIONS_STAGING_TABLE, "caption", views,
+                        _caption_hash, reader)
 
 
 def _write_question_views(conn: psycopg.Connection, settings: Settings,
                           rows: list[tuple[str, str, str]], reader: str,
                           progress: Progress | None = None) -> int:
-    """The staging table of question views (passage id, language, question, its embedding),
-    maybe empty; returns how many questions were embedded (the others came from the cache).
+    """The staging table of question views (passage id, language, question, its embedding).
     A question is embedded as a query: a person's question is compared with it (e5's
     symmetric use), not with a passage."""
-    vectors, embedded = _embed_texts(
-        conn, settings, {_question_hash(lang, q): q for _pid, lang, q in rows}, progress,
-        kind="query")
-    staging = sql.Identifier(corpus_store.QUESTIONS_STAGING_TABLE)
-    with conn.transaction():
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging))
-        conn.execute(sql.SQL(
-            "CREATE TABLE {} (id text NOT NULL, lang text NOT NULL, question text NOT NULL, "
-            "embedding vector({}) NOT NULL, PRIMARY KEY (id, lang, question))").format(
-            staging, sql.Literal(settings.embedding_dim)))
-        with conn.cursor().copy(sql.SQL("COPY {} (id, lang, question, embedding) FROM STDIN")
-                                .format(staging)) as copy:
-            for pid, lang, question in rows:
-                vec = vectors[_question_hash(lang, question)]
-                copy.write_row((pid, lang, question, "[" + ",".join(f"{x:.7g}" for x in vec)
-                                + "]"))
-        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
-    return embedded
+    return _write_views(conn, settings, corpus_store.QUESTIONS_STAGING_TABLE, "question", rows,
+                        _question_hash, reader, kind="query", key="id, lang, question",
+                        progress=progress)
 
 
 def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5) -> None:
