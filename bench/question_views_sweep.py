@@ -1,4 +1,4 @@
-"""Question views (issues 24, 25): retrieval variants on an index built with them, with and
+"""Question views: retrieval variants on an index built with them, with and
 without the Czech translation step, each against the current default with it.
 
 Every variant is a RetrievalConfig (fields as JSON) ranked by the chat turn's code (run_eval,

@@ -1,4 +1,4 @@
-"""Assemble the question views' data file from the writers' outputs (issues 24, 25), once.
+"""Assemble the question views' data file from the writers' outputs (docs/benchmarks.md, "Question views"), once.
 
 The writers each had a share of the corpus's passages (one JSON object a line: key, source,
 lang, title, section, text, captions) and wrote, blind, one line per passage:
@@ -26,7 +26,7 @@ from corpus_jobs.questions import (
 
 OUT = Path(__file__).resolve().parent.parent / "corpus_jobs/manifests/become.questions.json"
 HOW = (
-    "Written on 2026-12-02 for issues 24 and 25 by three writers (capable models working for "
+    "Written on 2026-12-02 for the quotes answer form and Czech retrieval by three writers (capable models working for "
     "the project, one share of the passages each), blind: each passage's questions from that "
     "passage alone (its text, title, heading path and captions), never from an evaluation or "
     "question set and without looking at any search ranking. The rules they had: 2 questions "

@@ -1,4 +1,4 @@
-"""Question views (doc2query, issues 24 and 25): for each passage, the questions a person would
+"""Question views (doc2query): for each passage, the questions a person would
 ask that it answers, written once for a corpus and shipped as data next to its manifest (like
 the captions file), each embedded as one more view of its passage. Keyed by the captions'
 content hash (caption_key): a passage whose text changed since gets none (never a stale one).

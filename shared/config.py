@@ -242,7 +242,7 @@ class Settings:
         "the captions the index also keeps embedded apart from the passage text, each searched "
         "by the questions of its language: `en,cs`, `en`, `cs` or `off` (both measured best, "
         "docs/benchmarks.md)")
-    # Question views (issues 24, 25): the manifest's questions file, each question embedded as
+    # Question views: the manifest's questions file, each question embedded as
     # a view of the passage it was written for and searched by the questions of its language
     # (held-out Czech hit@3 +.10, English MRR +.13, no dev loss: docs/benchmarks.md).
     question_views: tuple[str, ...] = setting(

@@ -19,7 +19,7 @@ STAGING_TABLE = "passages_staging"
 # passages. An index built without them has no such table and serves without the views.
 CAPTIONS_TABLE = "passage_captions"
 CAPTIONS_STAGING_TABLE = "passage_captions_staging"
-# Question views (issues 24, 25): the questions a passage answers, from the manifest's questions
+# Question views: the questions a passage answers, from the manifest's questions
 # file, each embedded (as a query: a person's question is compared with them) and searched
 # apart from the text; written and swapped in with the passages, like the captions' views.
 QUESTIONS_TABLE = "passage_questions"

@@ -16,7 +16,7 @@ CODE_DIRS = ("web", "worker", "shared", "corpus_jobs", "assistant_cli", "demo_ap
              "tests")
 SUFFIXES = {".py", ".js", ".css", ".html"}
 
-ISSUE = re.compile(r"\bissue[-_ ]?#?\d+", re.IGNORECASE)
+ISSUE = re.compile(r"\bissues?[-_ ]?#?\d+", re.IGNORECASE)
 B_ITEM = re.compile(r"\bB-(\d+)\b")
 # A spec named without the folder it lives in (or with the shared folder's): not openable here.
 SPEC_NAME = re.compile(r"(?<![\w/.-])(?:\.\./)*(?:shared/)?specs?/[\w.-]+\.md|"

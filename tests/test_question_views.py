@@ -1,4 +1,4 @@
-"""Question views (issues 24, 25), the pure part: the questions file, the stale rule, the
+"""Question views, the pure part: the questions file, the stale rule, the
 shipped BeCoMe file, the setting and the quotes form's decision. The build and retrieval with
 them, against the real PostgreSQL+pgvector: tests/test_captions.py."""
 

@@ -54,7 +54,7 @@ PRESETS: dict[str, RetrievalConfig] = {
     # The default before the captions' second round (docs/benchmarks.md, "Captions shipped with the
     # corpus"): no ranking over the captions' views.
     "hybrid-v3": RetrievalConfig(caption_cs=0.0, caption_en=0.0),
-    # The default before question views (issues 24, 25): no ranking over them.
+    # The default before question views: no ranking over them.
     "hybrid-v4": RetrievalConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
     # Question views as one ranking with the captions' views (measured lower than apart).
     "hybrid-questions-merged": RetrievalConfig(question_merge=True, question_translation=0.0),

@@ -77,7 +77,7 @@ class RetrievalConfig:
     # The same for an English question over the English captions (a Czech question's
     # translation searching them lost more than it found: not for it).
     caption_en: float = 1.0
-    # Question views (issues 24, 25; an index built with ASSISTANT_QUESTION_VIEWS): the RRF
+    # Question views (an index built with ASSISTANT_QUESTION_VIEWS): the RRF
     # weight of a dense ranking of a Czech question's own wording over the Czech questions the
     # passages answer, and of an English question over the English ones (0 = off), each passage
     # ranked by its nearest question; `question_translation`: a Czech question's translation
