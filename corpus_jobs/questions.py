@@ -11,14 +11,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
+from corpus_jobs.caption_file import LANGUAGES, Placed, file_header
 from corpus_jobs.loaders import LoadedPiece
 from shared.errors import ConfigError
 
-LANGUAGES = ("en", "cs")
-FORMAT = 1
 MAX_CHARS = 300  # a question longer than this is no question a person types into a help box
 
 
@@ -32,7 +30,7 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class QuestionFile:
+class QuestionFile(Placed):
     """A questions file: `label` names it; `written` and `how` say when and how the questions
     were written."""
 
@@ -40,14 +38,6 @@ class QuestionFile:
     written: str
     how: str
     entries: dict[str, Entry] = field(default_factory=dict)
-
-    def at(self, source: str, section: str) -> bool:
-        """Whether some entry was written for a passage at this place (any text)."""
-        return (source, section) in self._places
-
-    @cached_property
-    def _places(self) -> set[tuple[str, str]]:
-        return {(e.source, e.section) for e in self.entries.values()}
 
 
 def _clean(raw: object) -> tuple[str, ...]:
@@ -87,14 +77,7 @@ def dump_question_file(path: Path, qf: QuestionFile, corpus: str = "") -> None:
     """Write a questions file (sorted by source and section, so a diff shows what changed)."""
     order = sorted(qf.entries.items(), key=lambda kv: (kv[1].source, kv[1].section, kv[0]))
     data = {
-        "format": FORMAT,
-        "label": qf.label,
-        "corpus": corpus,
-        "written": qf.written,
-        "how": qf.how,
-        "key": "sha256 of title NUL section NUL text (corpus_jobs.captions.caption_key); a "
-               "passage whose text changed has another key and gets no questions from this file",
-        "languages": list(LANGUAGES),
+        **file_header(qf.label, qf.written, qf.how, corpus, "questions"),
         "questions": {k: {"source": e.source, "section": e.section,
                           **{lang: list(e.questions.get(lang, ())) for lang in LANGUAGES}}
                       for k, e in order},
