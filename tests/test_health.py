@@ -52,3 +52,23 @@ def test_health_follows_redis_down_and_back(own_redis_stack: tuple[Stack, stack.
     assert body["components"]["corpus_db"]["ok"] is True
     stack.ensure_redis(redis_sup, f"redis://127.0.0.1:{REDIS_PORT}/0", VAR / "redis-health")
     assert wait_for(lambda: health(s)[0] == 200, 45), health(s)
+
+
+def test_a_busy_model_server_is_called_slow_not_unreachable() -> None:
+    """A model server that accepts but does not answer within the probe's time (a single-slot
+    llama.cpp server translating a question) is reported as busy; one that refuses as
+    unreachable."""
+    import socket
+
+    from shared.config import ModelRole
+    from web.health import _model
+
+    with socket.socket() as busy, socket.socket() as closed:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)  # accepts the connection, never answers
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refuses
+        roles = {name: ModelRole(name="translator", provider="local", model="m",
+                                 base_url=f"http://127.0.0.1:{s.getsockname()[1]}/v1")
+                 for name, s in (("busy", busy), ("closed", closed))}
+        assert _model(roles["busy"])["error"] == "no answer within 2 s (busy?)"
+        assert _model(roles["closed"])["error"] == "unreachable"

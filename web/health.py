@@ -47,18 +47,27 @@ def _worker(client: redis.Redis) -> dict[str, Any]:
     return {"ok": alive > 0, "workers": alive}
 
 
+PROBE_S = 2  # how long a model server's /models may take before it counts as not answering
+
+
 def _model(role: ModelRole) -> dict[str, Any]:
     req = urllib.request.Request(role.base_url + "/models")
     if role.provider == "api":
         req.add_header("Authorization", f"Bearer {role.key_for_request}")
+    error = "unreachable"
     try:
-        with urllib.request.urlopen(req, timeout=2) as resp:  # noqa: S310 - configured URL
+        with urllib.request.urlopen(req, timeout=PROBE_S) as resp:  # noqa: S310 - configured URL
             ok = 200 <= resp.status < 300
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError) as exc:
         ok = False
+        # A local llama.cpp server has one slot: while it translates or answers, it accepts
+        # the probe and answers it late. That is not the same as nothing listening.
+        if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None),
+                                                       TimeoutError):
+            error = f"no answer within {PROBE_S} s (busy?)"
     out: dict[str, Any] = {"ok": ok, "provider": role.provider, "model": role.model}
     if not ok:
-        out["error"] = "unreachable"
+        out["error"] = error
     return out
 
 
