@@ -1,7 +1,8 @@
 """Quotes answer form, in process against a running stack's index: does the first quote come
 from the expected section, and does "I don't know" come where it should?
 
-    python -m bench.quotes_eval [--top-k 5] [--sweep] [--set tune|confirm|all|heldout-quotes]
+    python -m bench.quotes_eval [--top-k 5] [--sweep]
+        [--set tune|confirm|all|heldout-quotes|heldout-fresh]
 
 Reads the index and the embeddings role of the environment's settings (as `make run` starts
 them). The Czech translation step runs as a chat turn runs it. Span vectors are cached per
@@ -32,7 +33,9 @@ from worker.pipeline.quotes import (
     choose,
     coverage,
     decision,
+    known,
     rank_spans,
+    stems_of,
 )
 from worker.pipeline.retrieve import RetrievalConfig, rank
 from worker.pipeline.rewrite import translate_fewshot
@@ -44,10 +47,13 @@ SETS = {
     "heldout": REPO / "bench" / "retrieval" / "heldout.jsonl",
     "unanswerable": REPO / "bench" / "retrieval" / "heldout-unanswerable.jsonl",
     "quotes": REPO / "bench" / "retrieval" / "heldout-quotes.jsonl",
+    "fresh": REPO / "bench" / "retrieval" / "heldout-fresh.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
-CHOICES = ("tune", "confirm", "all", "heldout-quotes")
+# heldout-fresh: a second confirm set, written blind after the question views were chosen
+# (bench/retrieval/README.md), read once.
+CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh")
 
 
 def _load(name: str) -> list[dict]:
@@ -61,6 +67,8 @@ def questions(which: str) -> list[dict]:
     after tuning ("heldout-quotes")."""
     if which == "heldout-quotes":
         return _load("quotes")
+    if which == "heldout-fresh":
+        return _load("fresh")
     dev, held, unans = _load("dev"), _load("heldout"), _load("unanswerable")
     tune = dev + [q for q in held if int(q["id"].split("-")[1]) <= 32] + \
         [q for q in unans if int(q["id"].split("-")[1]) % 2 == 1]
@@ -119,8 +127,11 @@ def collect(which: str, top_k: int, translate: bool = True,
             # question views in the index): Weights.question's signal.
             views = corpus_store.question_similarity(
                 conn, vectors(asked, "query"), [p.id for p in passages[:COVERED]])
+            per = corpus_store.question_similarities(conn, vectors(asked, "query"),
+                                                     [p.id for p in passages])
             out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
                         "pvecs": pvecs, "views": views,
+                        "per_views": [per.get(p.id, 0.0) for p in passages],
                         "asked": asked, "lexical": lexical, "ms": ms,
                         "retrieval_hit": next((i for i, p in enumerate(passages, 1)
                                                if _hit(p, q)), None)})
@@ -147,6 +158,15 @@ def _translated(s, question: str) -> str:
     return str(cache[question])
 
 
+_STEMS: dict[int, frozenset[str]] = {}
+
+
+def _stems(lexical) -> frozenset[str]:
+    if id(lexical) not in _STEMS:
+        _STEMS[id(lexical)] = stems_of(lexical.bm25.idf)
+    return _STEMS[id(lexical)]
+
+
 def _idf(lexical):
     idf = lexical.bm25.idf
     return lambda t: float(idf.get(t, 0.0))
@@ -159,19 +179,21 @@ def score(rows: list[dict], weights: Weights) -> dict:
         english = r["lang"] != "cs"
         cands = rank_spans(r["asked"], r["passages"], r["spans"], r["vectors"],
                            _idf(r["lexical"]), weights, english=english,
-                           passage_vectors=r["pvecs"])
+                           passage_vectors=r["pvecs"], views=r["per_views"])
         vmax = max(r["lexical"].bm25.idf.values())
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)
+        vmax = max(r["lexical"].bm25.idf.values())
+        r["known"] = known(r["q"]["question"], _stems(r["lexical"]), _idf(r["lexical"]), vmax)
         chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english,
-                        asked=r["views"])
+                        asked=r["views"], familiar=r["known"])
         q = r["q"]
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
         r["best"] = max((c.match for c in cands), default=0.0)
         top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
-        r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"]) \
-            if cands else 0.0
+        r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"],
+                                 r["known"]) if cands else 0.0
         # The first quote when the form answers at all (the ranking alone, no decision).
         first = cands[0] if cands else None
         r["rank_hit"] = 1.0 if first and _hit(r["passages"][first.n], q) else 0.0
@@ -224,6 +246,14 @@ VARIANTS: dict[str, dict] = {
     **{f"question {w:g}": {"question": w, "question_other": w} for w in (0.5, 1.0, 2.0, 4.0)},
     **{f"question {w:g} cs only": {"question_other": w} for w in (1.0, 2.0)},
     **{f"question {w:g} en only": {"question": w} for w in (1.0, 2.0)},
+    # Each passage's question views as a prior of its spans (Weights.views).
+    "no views": {"views": 0.0, "views_other": 0.0},
+    # How much of the question the corpus knows at all, in the decision (Weights.vocabulary).
+    **{f"vocabulary {w:g}": {"vocabulary": w, "vocabulary_other": w} for w in (0.5, 1.0, 2.0)},
+    **{f"vocabulary {w:g} cs only": {"vocabulary_other": w} for w in (0.5, 1.0, 2.0, 4.0, 8.0)},
+    **{f"vocabulary {w:g} en only": {"vocabulary": w} for w in (1.5, 2.0, 3.0)},
+    **{f"views {w:g}": {"views": w, "views_other": w} for w in (0.25, 0.5, 1.0, 2.0)},
+    **{f"views {w:g} cs only": {"views_other": w} for w in (0.5, 1.0, 2.0)},
     **{f"cs confidence {c} coverage {w}": {"confidence_other": c, "coverage_other": w}
        for c in (0.25, 0.5, 0.75, 1.0) for w in (2.0, 3.0, 4.0)},
 }

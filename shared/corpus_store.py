@@ -176,6 +176,24 @@ def question_similarity(conn: psycopg.Connection, vectors: list[list[float]],
     return best
 
 
+def question_similarities(conn: psycopg.Connection, vectors: list[list[float]],
+                          ids: list[str]) -> dict[str, float]:
+    """Per passage of `ids`: the best cosine similarity of any of `vectors` with one of its
+    question views (any language); empty for an index without question views."""
+    if not ids or not vectors or not _exists(conn, QUESTIONS_TABLE):
+        return {}
+    best: dict[str, float] = {}
+    for vector in vectors:
+        rows = conn.execute(
+            f"SELECT id, max(1 - (embedding <=> %(v)s)) FROM {QUESTIONS_TABLE} "
+            "WHERE id = ANY(%(ids)s) GROUP BY id",
+            {"v": np.asarray(vector, dtype=np.float32), "ids": ids}).fetchall()
+        for pid, sim in rows:
+            if sim is not None:
+                best[pid] = max(best.get(pid, 0.0), float(sim))
+    return best
+
+
 def _exists(conn: psycopg.Connection, table: str) -> bool:
     row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
     return bool(row and row[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from shared.passage import Passage
@@ -47,7 +47,7 @@ class Weights:
     coverage: float = 1.0
     threshold: float = 1.273
     coverage_other: float = 3.0
-    threshold_other: float = 1.881
+    threshold_other: float = 5.391
     # Further quotes: within this much of the best score.
     margin: float = 0.04
     max_quotes: int = 3
@@ -85,6 +85,22 @@ class Weights:
     # evidence the documentation answers it). 0 = off; measured in docs/benchmarks.md.
     question: float = 0.0
     question_other: float = 0.0
+    # A prior for each span from its passage's question views: this much times the best
+    # similarity of the question (or its translation) with a question that passage answers
+    # (0 = off; the caller then looks none up). On for Czech: a Czech question meets the Czech
+    # questions of an English page in its own language, where the span itself is English
+    # (tune set: Czech first quote from the expected section .56 -> .66, English unchanged at
+    # any weight; docs/benchmarks.md, "The quotes form with question views").
+    views: float = 0.0
+    views_other: float = 1.0
+    # The decision may also read how much of the question, as asked, the corpus knows at all:
+    # this much times the idf-weighted share of its words found anywhere in the corpus (known;
+    # a boiled egg or a castle's opening hours are words no page uses). 0 = off. Czech only:
+    # on English questions in a person's own words it also silenced answerable ones (a
+    # "crazy extreme number" is no word of the docs either); docs/benchmarks.md, "Known
+    # words in the decision".
+    vocabulary: float = 0.0
+    vocabulary_other: float = 8.0
 
 
 WEIGHTS = Weights()
@@ -135,13 +151,16 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
                spans: Sequence[Sequence[Span]], vectors: Vectors,
                idf: Callable[[str], float], weights: Weights = WEIGHTS,
                english: bool = True,
-               passage_vectors: Sequence[Sequence[float]] | None = None) -> list[Candidate]:
+               passage_vectors: Sequence[Sequence[float]] | None = None,
+               views: Sequence[float] | None = None) -> list[Candidate]:
     """Every span scored against the question(s), best first; `english`: the question was
     asked in English (see Weights.rank); `passage_vectors`: the passages' index vectors
-    (see Weights.passage)."""
+    (see Weights.passage); `views`: per passage, the best question-view similarity (see
+    Weights.views)."""
     prior = weights.rank if english else weights.rank_other
     whole = weights.passage if english else weights.passage_other
     fused = weights.fused if english else weights.fused_other
+    asks = weights.views if english else weights.views_other
     language = "en" if english else "cs"
     asked = [_plain(q) for q in questions if len(q.split()) >= 3]
     flat = [(n, s) for n, per in enumerate(spans) for s in per
@@ -182,6 +201,8 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
         bonus = prior / (n + 1) + fused * passages[n].score + shape
         if meaning is not None:
             bonus += whole * meaning[n]
+        if asks and views is not None:
+            bonus += asks * views[n]
         out.append(Candidate(n, span, " ".join(text.split()), match + bonus, dense,
                              lexical, match))
     if weights.neighbour:
@@ -225,23 +246,33 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
 
 
 def decision(ranked: Sequence[Candidate], covered: float, top: float,
-             weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0) -> float:
+             weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
+             familiar: float = 0.0) -> float:
     """The score "I don't know" is decided on: the best span's match, plus the weighted
     coverage, plus the weighted retrieval confidence `top` (the best fused score), plus the
-    weighted best question-view similarity `asked` (Weights.question)."""
-    weight, conf, views = ((weights.coverage, weights.confidence, weights.question) if english
-                           else (weights.coverage_other, weights.confidence_other,
-                                 weights.question_other))
+    weighted best question-view similarity `asked` (Weights.question), plus the weighted share
+    of the question's words the corpus knows, `familiar` (Weights.vocabulary; see known)."""
+    weight, conf, views, vocab = (
+        (weights.coverage, weights.confidence, weights.question, weights.vocabulary) if english
+        else (weights.coverage_other, weights.confidence_other, weights.question_other,
+              weights.vocabulary_other))
     return (max((c.match for c in ranked), default=0.0) + weight * covered + conf * top
-            + views * asked)
+            + views * asked + vocab * familiar)
 
 
 def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
-            english: bool = True, top: float = 0.0, asked: float = 0.0) -> bool:
+            english: bool = True, top: float = 0.0, asked: float = 0.0,
+            familiar: float = 0.0) -> bool:
     """Whether the spans answer at all: the decision score clears the threshold (see
     Weights.threshold)."""
     threshold = weights.threshold if english else weights.threshold_other
-    return bool(ranked) and decision(ranked, covered, top, weights, english, asked) >= threshold
+    return bool(ranked) and decision(ranked, covered, top, weights, english, asked,
+                                     familiar) >= threshold
+
+
+def reads_vocabulary(weights: Weights, english: bool) -> bool:
+    """Whether the decision reads known (so the caller computes it)."""
+    return (weights.vocabulary if english else weights.vocabulary_other) > 0
 
 
 def uses_question_views(weights: Weights, english: bool) -> bool:
@@ -249,15 +280,20 @@ def uses_question_views(weights: Weights, english: bool) -> bool:
     return (weights.question if english else weights.question_other) > 0
 
 
+def ranks_by_question_views(weights: Weights, english: bool) -> bool:
+    """Whether the span ranking reads each passage's question views (Weights.views)."""
+    return (weights.views if english else weights.views_other) > 0
+
+
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
-           weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0
-           ) -> list[Candidate]:
+           weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
+           familiar: float = 0.0) -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping;
     nothing when they do not answer (see answers; `asked`: the best question-view
-    similarity of the passages coverage reads)."""
+    similarity of the passages coverage reads; `familiar`: see known)."""
     top = max((p.score for p in passages[:COVERED]), default=0.0)
-    if not answers(ranked, covered, weights, english, top, asked):
+    if not answers(ranked, covered, weights, english, top, asked, familiar):
         return []
     best = ranked[0].score
     chosen: list[Candidate] = []
@@ -304,3 +340,20 @@ def coverage(questions: Sequence[str], passages: Sequence[Passage],
 
 
 COVERED = 3  # coverage reads the best this many passages
+
+
+def known(question: str, vocabulary: Collection[str], idf: Callable[[str], float],
+          vocabulary_max: float) -> float:
+    """How much of the question, as asked, the corpus knows at all: the idf-weighted share of
+    its words whose first STEM letters some indexed word of the corpus begins with
+    (`vocabulary`: those stems, see stems_of); a word the corpus never uses weighs as the
+    rarest word does."""
+    words = {t for t in tokenize(question, split=True) if len(t) >= 3}
+    weights = {t: idf(t) if idf(t) > 0 else vocabulary_max for t in words}
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t[:STEM] in vocabulary) / total if total else 0.0
+
+
+def stems_of(terms: Iterable[str]) -> frozenset[str]:
+    """The STEM-letter beginnings of the corpus's indexed words (known reads them)."""
+    return frozenset(t[:STEM] for t in terms if len(t) >= 3)
