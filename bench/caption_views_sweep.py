@@ -43,10 +43,10 @@ from shared import corpus_store
 from shared.config import get_settings
 from shared.models import embed
 from worker import evaluation as ev
+from worker.evaluation_presets import ResearchConfig
 from worker.pipeline import retrieve
 from worker.pipeline.bm25 import Postings, tokenize
 from worker.pipeline.lexicon import aligned_pairs
-from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.rewrite import translate_fewshot
 
 VAR = Path("var/caption-views")
@@ -170,7 +170,7 @@ def main() -> None:
     runs: dict[str, dict[str, Any]] = {}
     first = next(iter(variants))
     for name, plan in variants.items():
-        config = RetrievalConfig(**plan.get("config", {}))
+        config = ResearchConfig(**plan.get("config", {}))
         install(views, plan)
         try:
             runs[name] = r = {

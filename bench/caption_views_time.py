@@ -22,7 +22,8 @@ from bench.crosslingual_sweep import SETS
 from shared import corpus_store
 from shared.config import get_settings
 from worker import evaluation as ev
-from worker.evaluation import PRESETS, percentile
+from worker.evaluation import percentile
+from worker.evaluation_presets import PRESETS
 from worker.pipeline.retrieve import RetrievalConfig, rank
 
 

@@ -2,7 +2,7 @@
 
 Each Czech content word with a FreeDict sense that occurs in the index is replaced by its
 first corpus-ordered sense (worker/pipeline/bilingual.py), and the mixed text is translated
-with the default few-shot prompt; the default retrieval (or the RetrievalConfig fields given
+with the default few-shot prompt; the default retrieval (or the ResearchConfig fields given
 as JSON) then ranks with that translation, compared with the sweep's `default` run by the
 paired bootstrap. Translations are cached in var/sweep/translations-subst.json.
 
@@ -22,10 +22,10 @@ from bench.crosslingual_sweep import SETS, cached_translator, diff_text, metrics
 from shared import corpus_store
 from shared.config import get_settings
 from worker import evaluation as ev
+from worker.evaluation_presets import ResearchConfig
 from worker.pipeline import bilingual
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.lexicon import CS_STOP, WORD, cs_lemma
-from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, translate_fewshot
 
 
@@ -45,7 +45,7 @@ def substitute(text: str, table: bilingual.Bilingual, frequencies: dict[str, int
 def main() -> None:
     """Translate the substituted questions once, rank, print metrics and bootstrap diffs."""
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("config", nargs="?", default="{}", help="RetrievalConfig fields as JSON")
+    ap.add_argument("config", nargs="?", default="{}", help="ResearchConfig fields as JSON")
     ap.add_argument("--out", default="var/sweep")
     args = ap.parse_args()
     s = get_settings()
@@ -62,7 +62,7 @@ def main() -> None:
     translate = cached_translator(out / "translations-subst.json", make)
     base = json.loads((out / "default-twins.json").read_text())
     for key, path in SETS.items():
-        run = ev.run_eval(s, RetrievalConfig(**json.loads(args.config)),
+        run = ev.run_eval(s, ResearchConfig(**json.loads(args.config)),
                           ev.load_questions(path),
                           lambda: corpus_store.connect(s.corpus_read_dsn, autocommit=True),
                           translate)

@@ -2,7 +2,7 @@
 
 The few-shot translation of each Czech question is made once per prompt and cached in
 var/sweep/translations-PROMPT.json (greedy, so a rerun gives the same text); every variant
-(RetrievalConfig fields as JSON) is then ranked by the same code as `eval retrieval` and
+(ResearchConfig fields as JSON, worker/evaluation_presets.py) is then ranked by the same code as `eval retrieval` and
 compared with the first variant by the paired bootstrap, per set and language.
 
 `--translations FILE` ranks with fixed translations instead (JSON: Czech question -> English),
@@ -27,7 +27,7 @@ from typing import Any
 from shared import corpus_store
 from shared.config import get_settings
 from worker import evaluation as ev
-from worker.pipeline.retrieve import RetrievalConfig
+from worker.evaluation_presets import ResearchConfig
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
 
 SETS = {"dev": "../shared/eval/dev.jsonl", "heldout": "bench/retrieval/heldout.jsonl"}
@@ -67,7 +67,7 @@ def cached_translator(path: Path, make: Callable[[str], dict[str, Any]]
 def main() -> None:
     """Translate once, rank every variant, print metrics and bootstrap differences."""
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("variants", help='JSON: {"name": {RetrievalConfig field: value}}')
+    ap.add_argument("variants", help='JSON: {"name": {ResearchConfig field: value}}')
     ap.add_argument("--prompt", choices=sorted(PROMPTS), default="twins")
     ap.add_argument("--translations", type=Path,
                     help="JSON file of fixed translations (Czech -> English) instead of a model")
@@ -96,7 +96,7 @@ def main() -> None:
 
     base: dict[str, Any] | None = None
     for name, fields in json.loads(args.variants).items():
-        runs = {key: ev.run_eval(s, RetrievalConfig(**fields), ev.load_questions(path),
+        runs = {key: ev.run_eval(s, ResearchConfig(**fields), ev.load_questions(path),
                                  lambda: corpus_store.connect(s.corpus_read_dsn, autocommit=True),
                                  translate) for key, path in SETS.items()}
         (out / f"{name}-{label}.json").write_text(json.dumps(runs, ensure_ascii=False))

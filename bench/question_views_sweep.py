@@ -1,7 +1,7 @@
 """Question views: retrieval variants on an index built with them, with and
 without the Czech translation step, each against the current default with it.
 
-Every variant is a RetrievalConfig (fields as JSON) ranked by the chat turn's code (run_eval,
+Every variant is a ResearchConfig (worker/evaluation_presets.py; fields as JSON) ranked by the chat turn's code (run_eval,
 as `eval retrieval` does) on dev and the held-out set; "+tr" rows translate each Czech question
 with the few-shot translator once (greedy, cached in var/sweep/translations-twins.json, shared
 with bench.crosslingual_sweep), "+none" rows search it as asked. Each row is compared with the
@@ -28,14 +28,14 @@ from bench.crosslingual_sweep import SETS, cached_translator, metrics_text
 from shared import corpus_store
 from shared.config import get_settings
 from worker import evaluation as ev
-from worker.pipeline.retrieve import RetrievalConfig
+from worker.evaluation_presets import ResearchConfig
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, translate_fewshot
 
 
 def main() -> None:
     """Rank every variant with and without translation; print metrics and differences."""
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("variants", help='JSON: {"name": {RetrievalConfig field: value}}')
+    ap.add_argument("variants", help='JSON: {"name": {ResearchConfig field: value}}')
     ap.add_argument("--translation", nargs="+", default=["tr", "none"], choices=["tr", "none"])
     ap.add_argument("--out", default="var/sweep")
     ap.add_argument("--wait", type=float, default=0.0,
@@ -65,7 +65,7 @@ def main() -> None:
     base: dict[str, Any] | None = None
     for name, fields in variants.items():
         for t in args.translation:
-            runs = {key: ev.run_eval(s, RetrievalConfig(**fields), ev.load_questions(path),
+            runs = {key: ev.run_eval(s, ResearchConfig(**fields), ev.load_questions(path),
                                      lambda: corpus_store.connect(s.corpus_read_dsn,
                                                                   autocommit=True), how[t])
                     for key, path in SETS.items()}

@@ -184,8 +184,9 @@ def test_captions_off_and_english_only(corpus: tuple[Settings, Path]) -> None:
 def test_the_answer_model_sees_only_the_passage_text_and_the_checks_ground_on_it(
         corpus: tuple[Settings, Path]) -> None:
     from shared.turn_request import TurnRequest
+    from worker.evaluation_presets import ResearchConfig
     from worker.pipeline.prompt import build_messages
-    from worker.pipeline.retrieve import RetrievalConfig, retrieve
+    from worker.pipeline.retrieve import retrieve
     from worker.pipeline.structured import verify
     from worker.pipeline.turn import run_checks
 
@@ -206,7 +207,7 @@ def test_the_answer_model_sees_only_the_passage_text_and_the_checks_ground_on_it
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         assert [q for _pid, _lang, q in corpus_store.question_views(conn)] == [view]
         retrieval = retrieve(conn, s, "How many experts is Delta-max capped at?",
-                             config=RetrievalConfig(question_en=1.0))
+                             config=ResearchConfig(question_en=1.0))
     found = [p for p in retrieval.passages if p.source == "docs/c.md"]
     assert found and caption in found[0].index_text, "the caption is searched"
     assert view not in found[0].index_text and "9413" not in found[0].index_text
@@ -272,7 +273,8 @@ def test_the_shipped_become_captions_cover_every_passage_in_both_languages() -> 
 
 def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_serves(
         corpus: tuple[Settings, Path]) -> None:
-    from worker.pipeline.retrieve import RetrievalConfig, rank
+    from worker.evaluation_presets import ResearchConfig
+    from worker.pipeline.retrieve import rank
     from worker.pipeline.vectors import cached_vectors
 
     s, root = corpus
@@ -285,7 +287,7 @@ def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_se
     (root / "t.captions.json").write_text(json.dumps(data, ensure_ascii=False))
     manifest = load_manifest(root / "m.toml")
     question = "Jak velká je největší odchylka kompromisu od průměru?"
-    heavy = RetrievalConfig(caption_cs=5.0)
+    heavy = ResearchConfig(caption_cs=5.0)
 
     plain = build_index(dataclasses.replace(s, caption_views=()), manifest)
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
@@ -310,7 +312,7 @@ def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_se
         # English questions never use the Czech view (and this index has no English one).
         english = "Where is the largest deviation of the compromise?"
         assert rank(conn, s, heavy, english, limit=4, language="en")[1] == \
-            rank(conn, s, RetrievalConfig(caption_cs=0), english, limit=4, language="en")[1]
+            rank(conn, s, ResearchConfig(caption_cs=0), english, limit=4, language="en")[1]
     assert not any("odchylka" in t for t in index_texts(s).values()), \
         "a view is searched apart: the Czech caption is not in the passage's index text"
     again = build_index(dataclasses.replace(s, caption_views=("cs",)), manifest, force=True)
@@ -319,7 +321,8 @@ def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_se
 
 def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_searches_them(
         corpus: tuple[Settings, Path]) -> None:
-    from worker.pipeline.retrieve import RetrievalConfig, rank
+    from worker.evaluation_presets import ResearchConfig
+    from worker.pipeline.retrieve import rank
     from worker.pipeline.vectors import cached_vectors
 
     s, root = corpus
@@ -358,7 +361,7 @@ def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_sear
         assert len(found) == 4 and found[0][0] == gamma, "a passage by its nearest question"
         assert corpus_store.question_similarity(conn, [vector], [gamma]) == \
             pytest.approx(found[0][1], abs=1e-5)
-        _, ranked, _ = rank(conn, on, RetrievalConfig(question_cs=5.0), question, limit=1,
+        _, ranked, _ = rank(conn, on, ResearchConfig(question_cs=5.0), question, limit=1,
                             language="cs")
         assert ranked[0][0] == gamma
     assert not any("shodnou" in t for t in index_texts(s).values()), \

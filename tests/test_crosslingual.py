@@ -30,6 +30,7 @@ from tests.conftest import (
     start_stack,
 )
 from tests.wsutil import app_token
+from worker.evaluation_presets import PRESETS, ResearchConfig
 from worker.pipeline.fusion import fuse, interleave, spread_sections, to_czech_twins
 from worker.pipeline.lexicon import aligned_pairs, learn
 from worker.pipeline.retrieve import RetrievalConfig, rank, retrieve
@@ -214,7 +215,7 @@ def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: 
 
     question = "Jak se ukládá moje heslo? Je zašifrované?"
     plain = RetrievalConfig(top_k=2)
-    cross = RetrievalConfig(top_k=2, expand_czech=True, english_slots=1)
+    cross = ResearchConfig(top_k=2, expand_czech=True, english_slots=1)
     with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
         lexical = lexical_index(conn, corpus_store.current_index(conn).version)
         assert "password" in lexicon_for(lexical).entries["heslo"], "learnt from the index"
@@ -237,7 +238,6 @@ def test_czech_question_gets_an_english_slot_from_the_stored_twins(twin_corpus: 
 
 def test_czech_question_reaches_the_english_page_without_its_english_twins(
         twin_corpus: Settings) -> None:
-    from worker.evaluation import PRESETS
     from worker.pipeline.bm25 import lexical_index
     from worker.pipeline.twins import czech_keywords_for
 
@@ -456,11 +456,10 @@ def test_freedict_is_read_from_the_installed_debian_packages(tmp_path: Path) -> 
 
 def test_freedict_ranking_brings_a_czech_question_to_the_english_page(
         twin_corpus: Settings) -> None:
-    from worker.evaluation import PRESETS
     from worker.pipeline.bm25 import lexical_index
 
     # Words only: no translation, no twin dictionary, no Czech keywords, no twin swap.
-    words = RetrievalConfig(mode="bm25", czech_keywords=0.0, czech_twins=False, top_k=10)
+    words = ResearchConfig(mode="bm25", czech_keywords=0.0, czech_twins=False, top_k=10)
     question = "Kde se ukládá heslo?"
     with corpus_store.connect(twin_corpus.corpus_read_dsn, autocommit=True) as conn:
         lexical = lexical_index(conn, corpus_store.current_index(conn).version)

@@ -19,50 +19,10 @@ import psycopg
 from shared.config import Settings
 from shared.language import detect_language
 from shared.passage import Passage
+from worker.evaluation_presets import PRESETS, ResearchConfig, research
 from worker.pipeline.retrieve import RetrievalConfig, rank
 
 MRR_DEPTH = 10
-# The second round of cross-lingual help, off: the presets measured before it keep their meaning
-# (docs/benchmarks.md, "Cross-lingual retrieval offline"), and `hybrid-v1` is the default they were
-# compared with.
-V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0,
-                      "per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
-                      "caption_en": 0.0}
-# The fourth round's steps for both languages, off (docs/benchmarks.md).
-V2: dict[str, Any] = {"per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
-                      "caption_en": 0.0}
-PRESETS: dict[str, RetrievalConfig] = {
-    "hybrid": RetrievalConfig(),
-    "dense": RetrievalConfig(**V1, mode="dense"),
-    "bm25": RetrievalConfig(**V1, mode="bm25"),
-    "hybrid-pools": RetrievalConfig(**V1, per_language_pools=True),
-    "hybrid-fold": RetrievalConfig(**V1, fold_diacritics=True),
-    "hybrid-lemma": RetrievalConfig(**V1, lemmatize=True),
-    "bm25-lemma": RetrievalConfig(**V1, mode="bm25", lemmatize=True),
-    "hybrid-dict": RetrievalConfig(**V1, expand_czech=True),
-    "hybrid-dict-slots": RetrievalConfig(**V1, expand_czech=True, english_slots=1),
-    "hybrid-dict-slots2": RetrievalConfig(**V1, expand_czech=True, english_slots=2),
-    "hybrid-bm25-original": RetrievalConfig(**V1, dense_original=False,
-                                            translation_english_only=False),
-    "hybrid-both-all": RetrievalConfig(**V1, translation_english_only=False),
-    # The default before cross-lingual help's second round (with +fewshot-v1 it is that default).
-    "hybrid-v1": RetrievalConfig(**V1),
-    "hybrid-twins": RetrievalConfig(original_english=0.0, czech_keywords=0.0, **V2),
-    "hybrid-twins-oe": RetrievalConfig(czech_keywords=0.0, **V2),
-    # The default after cross-lingual help's second round, before the fourth round's general steps.
-    "hybrid-v2": RetrievalConfig(**V2),
-    # The default before the captions' second round (docs/benchmarks.md, "Captions shipped with the
-    # corpus"): no ranking over the captions' views.
-    "hybrid-v3": RetrievalConfig(caption_cs=0.0, caption_en=0.0),
-    # The default before question views: no ranking over them.
-    "hybrid-v4": RetrievalConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
-    # Question views as one ranking with the captions' views (measured lower than apart).
-    "hybrid-questions-merged": RetrievalConfig(question_merge=True, question_translation=0.0),
-    # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over
-    # English passages (docs/benchmarks.md, "Cross-lingual retrieval offline", third round:
-    # measured, not a clear gain, not the default).
-    "hybrid-freedict": RetrievalConfig(bilingual=0.5, bilingual_senses=1),
-}
 
 
 @dataclass(frozen=True)
@@ -181,8 +141,8 @@ CHAT = "chat"
 
 def load_config(spec: str, settings: Settings | None = None
                 ) -> tuple[RetrievalConfig, dict[str, Any]]:
-    """`chat` (what a turn runs with `settings`), a preset name, or a TOML file of
-    RetrievalConfig fields (+ optional corpus_read_dsn)."""
+    """`chat` (what a turn runs with `settings`), a preset name (worker/evaluation_presets.py),
+    or a TOML file of ResearchConfig fields (+ optional corpus_read_dsn)."""
     if spec == CHAT:
         if settings is None:
             raise ValueError("the chat settings need the service's Settings")
@@ -195,11 +155,11 @@ def load_config(spec: str, settings: Settings | None = None
                          "or a TOML file")
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     extra = {k: data.pop(k) for k in ("corpus_read_dsn",) if k in data}
-    names = {f.name for f in dataclasses.fields(RetrievalConfig)}
+    names = {f.name for f in dataclasses.fields(ResearchConfig)}
     unknown = set(data) - names
     if unknown:
         raise ValueError(f"{spec}: unknown retrieval settings {sorted(unknown)}")
-    return RetrievalConfig(**data), extra
+    return ResearchConfig(**data), extra
 
 
 Searcher = Callable[[str], tuple[str, str]]
@@ -260,7 +220,7 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
         "index_caption_views": built.get("caption_views") or [],
         "index_question_views": built.get("question_views") or [],
         "embedding_model": settings.embeddings.model,
-        "settings": dataclasses.asdict(config),
+        "settings": dataclasses.asdict(research(config)),
         "seconds": round(time.monotonic() - started, 2),
         "overall": metrics([x["rank"] for x in per_question]),
         "by_language": {lang: metrics([x["rank"] for x in per_question

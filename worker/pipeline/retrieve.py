@@ -21,74 +21,50 @@ Ranking = list[tuple[str, float]]
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """The knobs of retrieval; the evaluation compares two of these."""
+    """What a chat turn's settings choose (`from_settings`), and the ranking's fixed choices.
+
+    The fields are the settings' (shared/config.py). Every other choice the ranking reads is a
+    class attribute below, fixed at the value measured best (docs/benchmarks.md): no setting
+    and no `dataclasses.replace` changes it. The research presets vary them:
+    `ResearchConfig` in worker/evaluation_presets.py makes each one a field (and says what it
+    does), `PRESETS` there names the variants measured."""
 
     mode: str = "hybrid"
-    rrf_k: int = 60
     candidates: int = 20
     top_k: int = 3
-    bm25_original: bool = True
-    fold_diacritics: bool = False
-    lemmatize: bool = False
     per_language_pools: bool = False
-    # Cross-lingual help for a Czech question: also search English passages with
-    # the question's words translated by the interface-text dictionary (lexicon.py) ...
-    expand_czech: bool = False
-    # ... keep this many of the top_k places for the best English passages ...
-    english_slots: int = 0
-    # When a translation is searched: search the original wording by meaning too, and search the
-    # (English) translation over English passages only, since the original's rankings already cover
-    # the Czech ones (both measured in docs/benchmarks.md, "Cross-lingual retrieval offline").
-    dense_original: bool = True
-    translation_english_only: bool = True
-    # Language-aware fusion variants (docs/benchmarks.md, "Cross-lingual retrieval offline", second
-    # round): the RRF weight of the translation's rankings; the weight of an extra dense ranking of
-    # a Czech question's own wording over English passages only (0 = off); the weight of a BM25
-    # ranking of its Czech lemmas over the English passages' Czech keywords from the reversed
-    # interface dictionary (0 = off).
-    translation_weight: float = 1.0
-    original_english: float = 1.0
-    czech_keywords: float = 1.0
-    # For a Czech question, an English interface text in the ranking stands for its Czech twin
-    # (same locale file and key path): the Czech user reads the Czech string, and boosting
-    # English pages no longer pushes the Czech interface texts out through their twins.
-    czech_twins: bool = True
-    # The RRF weight of a BM25 ranking over English passages of the Czech question's words
-    # looked up in Debian's general FreeDict Czech-English dictionary (bilingual.py; 0 = off),
-    # with at most this many English senses per Czech word.
-    bilingual: float = 0.0
-    bilingual_senses: int = 3
-    # How a Czech word's senses are ordered: "dictionary" (most often given, shortest),
-    # "corpus" (a word like the Czech one first, then the senses most used in the passages).
-    bilingual_rank: str = "corpus"
-    # The RRF weight of a dense ranking of that bag of words over English passages (0 = off).
-    bilingual_dense: float = 0.0
-    # At most this many pieces of one section before every other ranked section has had a
-    # place (0 = off): a long section cut into many pieces otherwise fills the top places
-    # with near-copies of one passage.
-    per_section: int = 2
-    # BM25 also reads an identifier's words (key paths, settings names; see tokenize).
-    split_identifiers: bool = True
-    # For a Czech question, the RRF weight of a dense ranking of its own wording over the passages'
-    # Czech captions alone, a view the index keeps apart from the text (0 = off; an index built
-    # without the view has none). Measured in docs/benchmarks.md, "Captions shipped with the
-    # corpus".
-    caption_cs: float = 1.0
-    # The same for an English question over the English captions (a Czech question's
-    # translation searching them lost more than it found: not for it).
-    caption_en: float = 1.0
-    # Question views (an index built with ASSISTANT_QUESTION_VIEWS): the RRF
-    # weight of a dense ranking of a Czech question's own wording over the Czech questions the
-    # passages answer, and of an English question over the English ones (0 = off), each passage
-    # ranked by its nearest question; `question_translation`: a Czech question's translation
-    # over the English ones. `question_merge`: instead, one view ranking per language over the
-    # captions and the questions together (a passage by its nearest view of either kind), with
-    # the caption view's weight (measured lower). Measured in docs/benchmarks.md ("Question
-    # views"): all three at 1 gain held-out Czech hit@3 +.10 and English MRR +.13.
-    question_cs: float = 1.0
-    question_en: float = 1.0
-    question_translation: float = 1.0
-    question_merge: bool = False
+    lemmatize: bool = False
+
+    # The fixed choices the default ranking uses: RRF's k; BM25 on the original wording of a
+    # translated question, by identifiers' words; the original wording by meaning too and the
+    # translation over English passages only, at this weight; for a Czech question, its own
+    # wording by meaning over English passages, its Czech keywords and the Czech twins; the
+    # captions' and the questions' views; pieces of one section before the next section.
+    rrf_k = 60
+    bm25_original = True
+    split_identifiers = True
+    dense_original = True
+    translation_english_only = True
+    translation_weight = 1.0
+    original_english = 1.0
+    czech_keywords = 1.0
+    czech_twins = True
+    caption_cs = 1.0
+    caption_en = 1.0
+    question_cs = 1.0
+    question_en = 1.0
+    question_translation = 1.0
+    per_section = 2
+    # Research leads off by default: diacritics folded, the interface-text dictionary and the
+    # English slots, Debian's FreeDict dictionary, one ranking of both views.
+    fold_diacritics = False
+    expand_czech = False
+    english_slots = 0
+    bilingual = 0.0
+    bilingual_senses = 3
+    bilingual_rank = "corpus"
+    bilingual_dense = 0.0
+    question_merge = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalConfig:
@@ -250,7 +226,7 @@ def _rankings(search: _Search, query: str, own: str, expansion: str, czech: bool
 def _views(search: _Search, vector: list[float], lang: str, caption: float, question: float
            ) -> list[tuple[Ranking, float]]:
     """The view rankings of one language with their weights: the captions' and the
-    questions' apart, or one ranking of both (RetrievalConfig.question_merge); a view the index
+    questions' apart, or one ranking of both (`question_merge`); a view the index
     lacks adds none."""
     conn, k = search.conn, search.config.candidates
     if search.config.question_merge and caption > 0:
