@@ -50,6 +50,10 @@ class Allocator:
                  databases: int) -> None:
         self.offset = offset
         self.pools = {name: range(r.start + offset, r.stop + offset) for name, r in pools.items()}
+        spans = sorted(self.pools.items(), key=lambda item: item[1].start)
+        for (a, ra), (b, rb) in zip(spans, spans[1:], strict=False):
+            if rb.start < ra.stop:
+                raise AllocationError(f"the port pools {a!r} and {b!r} overlap")
         self.redis_port = redis_port
         self.databases = databases
         self._ports: dict[str, Claim] = {}

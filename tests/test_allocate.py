@@ -50,6 +50,11 @@ def test_running_out_is_an_error_with_the_table_of_holders() -> None:
         a.port("d", pool="redis")
 
 
+def test_pools_that_overlap_are_refused() -> None:
+    with pytest.raises(AllocationError, match="'web' and 'other' overlap"):
+        Allocator(0, {"web": range(8010, 8050), "other": range(8049, 8090)}, 6400, 16)
+
+
 def test_a_fixed_port_is_outside_the_pools_and_held_once() -> None:
     a = fresh()
     with pytest.raises(AllocationError, match="is in the pool 'web'"):
