@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.allocate import Allocator
+
 REPO = Path(__file__).resolve().parent.parent
 # Two test sessions can run side by side on one machine: BA_TEST_PORT_OFFSET moves every port
 # (and gives the session its own data folders). Every session has a Redis server of its own:
@@ -26,33 +28,58 @@ OFFSET = int(os.environ.get("BA_TEST_PORT_OFFSET", "0"))
 VAR = REPO / "var" / ("test" if OFFSET == 0 else f"test-{OFFSET}")
 REDIS_PORT = 6400 + OFFSET
 
+# Every port and Redis database of the session, claimed by name (tests/allocate.py): the
+# services' well-known ports below, each stack's web port and broker database, and whatever a
+# test module starts of its own. The `web` pool is the test environment's allowed origins.
+ALLOC = Allocator(OFFSET, {"web": range(8010, 8050), "other": range(8050, 8090),
+                           "redis": range(7380, 7400)}, REDIS_PORT, databases=64)
+
 
 def port(base: int) -> int:
-    """A test port, moved by the session's offset."""
+    """A port moved by the session's offset. For the bench scripts; tests claim theirs from
+    ALLOC."""
     return base + OFFSET
 
 
 def redis_url(db: int, redis_port: int | None = None) -> str:
-    """A Redis URL of this test session."""
+    """A Redis URL of this test session. For the bench scripts; tests claim a database from
+    ALLOC."""
     return f"redis://127.0.0.1:{redis_port or REDIS_PORT}/{db}"
 
 
-WEB_PORT = port(8010)
-CHAT_PORT = port(8091)
-EMBED_PORT = port(8092)
-SCRIPTED_PORT = port(8095)
-PG_PORT = port(5434)
+ALLOC.fixed_port("session redis", REDIS_PORT - OFFSET)
+PG_PORT = ALLOC.fixed_port("postgresql", 5434)
+CHAT_PORT = ALLOC.fixed_port("chat model server", 8091)
+EMBED_PORT = ALLOC.fixed_port("embedding server", 8092)
+TRANSLATOR_PORT = ALLOC.fixed_port("translator server", 8093)
+SCRIPTED_PORT = ALLOC.fixed_port("scripted_llm", 8095)
+# The session stacks' web ports (WEB_PORT first: docs/running.md says web servers from 8010).
+WEB_PORT = ALLOC.port("real_stack")
+SCRIPTED_WEB_PORT = ALLOC.port("scripted_stack")
+STRICT_WEB_PORT = ALLOC.port("strict_stack")
+PROJECT_WEB_PORT = ALLOC.port("project_stack")
+QUOTES_WEB_PORT = ALLOC.port("quotes_stack")
+DEMO_APP_PORT = ALLOC.port("demo_app")
+DEMO_APP_OPT_OUT_PORT = ALLOC.port("demo_app_opt_out")
+# Each stack's broker database: a stack's worker takes only its own stack's turns. The test
+# settings' own is for in-process apps and clients (`settings`), never a stack's.
+DEFAULT_REDIS_URL = ALLOC.redis_url("settings")
+REAL_REDIS_URL = ALLOC.redis_url("real_stack")
+SCRIPTED_REDIS_URL = ALLOC.redis_url("scripted_stack")
+STRICT_REDIS_URL = ALLOC.redis_url("strict_stack")
+PROJECT_REDIS_URL = ALLOC.redis_url("project_stack")
+QUOTES_REDIS_URL = ALLOC.redis_url("quotes_stack")
 
 TEST_ENV = {
     "ASSISTANT_PROFILE": "test",
-    "ASSISTANT_REDIS_URL": redis_url(15),
+    "ASSISTANT_REDIS_URL": DEFAULT_REDIS_URL,
     "ASSISTANT_CORPUS_DSN": f"postgresql://corpus_owner@127.0.0.1:{PG_PORT}/corpus",
     "ASSISTANT_CORPUS_READ_DSN": f"postgresql://corpus_reader@127.0.0.1:{PG_PORT}/corpus",
     "ASSISTANT_DB_DSN": f"postgresql://assistant@127.0.0.1:{PG_PORT}/assistant",
     "ASSISTANT_ANSWER_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_LLM_BASE_URL": f"http://127.0.0.1:{CHAT_PORT}/v1",
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
-    "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{port(8093)}/v1",
+    "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{TRANSLATOR_PORT}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
     # The suite's stacks test the model's path (scripted or real): prose. quotes_stack runs
     # the default (`auto`, quotes with the bundled model).
@@ -71,8 +98,7 @@ TEST_ENV = {
     "ASSISTANT_MAX_SOCKETS_PER_ADDRESS": "1000",
     "ASSISTANT_APP_JWT_SECRET": "test-secret-for-the-test-profile-only-0123456789",
     "ASSISTANT_ALLOWED_ORIGINS": ",".join(
-        f"http://{h}:{p}" for h in ("127.0.0.1", "localhost")
-        for p in range(port(8010), port(8040))),
+        f"http://{h}:{p}" for h in ("127.0.0.1", "localhost") for p in ALLOC.pools["web"]),
 }
 # Settings are read once per process: set the test environment before anything reads it.
 for _k in [k for k in os.environ if k.startswith("ASSISTANT_")]:
@@ -96,8 +122,13 @@ BROWSER_FIXTURES = frozenset({"browser", "chromium"})
 STACK_MODULES = frozenset({"test_portable_binaries"})
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "last: runs after every other test of the session (a "
+                            "scan of what the whole run left behind), whatever its file name")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier."""
+    """Mark each test with its tier; move the tests marked `last` to the end, in their order."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & STACK_FIXTURES or any(n.endswith("_stack") for n in names) \
@@ -105,6 +136,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.stack)
         if names & BROWSER_FIXTURES:
             item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)  # stable
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Leave the session's table of ports and Redis databases beside its logs."""
+    if session.testscollected:
+        VAR.mkdir(parents=True, exist_ok=True)
+        (VAR / "allocations.txt").write_text(ALLOC.table() + "\n")
 
 
 @dataclass(frozen=True)
@@ -119,6 +158,13 @@ class Stack:
 
 
 @pytest.fixture(scope="session")
+def alloc() -> Allocator:
+    """The session's allocator (tests/allocate.py): claim a port or Redis database by name,
+    once (from a session- or module-scoped fixture; a module constant is the usual way)."""
+    return ALLOC
+
+
+@pytest.fixture(scope="session")
 def settings() -> Settings:
     """The test Settings."""
     return settings_from_env(TEST_ENV)
@@ -129,12 +175,37 @@ def services(settings: Settings) -> Iterator[stack.Supervisor]:
     """Redis, PostgreSQL+pgvector, the real chat and embedding servers, and a built index."""
     sup = stack.Supervisor(VAR / "log")
     try:
+        ensure_session_redis(sup)
         start_services(settings, sup, Plan(var_dir=VAR))
         forget_rate_windows()
         build_index(settings, load_manifest(settings.corpus_manifest))
         yield sup
     finally:
         sup.stop_all()
+
+
+def ensure_session_redis(sup: stack.Supervisor) -> None:
+    """The session's Redis server, with a database for every claim of ALLOC: reused when it
+    answers (and has as many), else started under sup.
+
+    Every fixture that needs the session's Redis without `services` starts it here, never
+    with `stack.ensure_redis` (a plain Redis has only 16 databases)."""
+    import redis
+
+    url = redis_url(0)
+    if not stack.redis_answers(url):
+        (VAR / "redis").mkdir(parents=True, exist_ok=True)
+        proc = sup.start("redis", [stack.redis_server_binary(), "--bind", "127.0.0.1",
+                                   "--port", str(REDIS_PORT), "--save", "", "--appendonly", "no",
+                                   "--dir", str(VAR / "redis"),
+                                   "--databases", str(ALLOC.databases)])
+        stack.wait_until(lambda: stack.redis_answers(url), 20, "redis", proc)
+    have = int(redis.Redis.from_url(url).config_get("databases")["databases"])
+    if have < ALLOC.databases:
+        raise RuntimeError(
+            f"the Redis on port {REDIS_PORT} has {have} databases, the suite needs "
+            f"{ALLOC.databases} (tests/allocate.py): one started by an earlier session or by "
+            f"hand still runs; stop it (redis-cli -p {REDIS_PORT} shutdown nosave)")
 
 
 def forget_rate_windows() -> None:
@@ -147,7 +218,7 @@ def forget_rate_windows() -> None:
 
     from shared import keys
 
-    for db in range(1, 16):
+    for db in range(ALLOC.databases):
         client = redis.Redis.from_url(redis_url(db))
         names = list(client.scan_iter(match=f"{keys.RATE_PREFIX}*", count=1000))
         if names:
@@ -222,6 +293,7 @@ def bench_services() -> Iterator[tuple[stack.Supervisor, str]]:
     settings = settings_from_env(TEST_ENV)
     sup = stack.Supervisor(VAR / "log")
     try:
+        ensure_session_redis(sup)
         start_services(settings, sup, Plan(var_dir=VAR))
         build_index(settings, load_manifest(settings.corpus_manifest))
         yield sup, start_scripted(sup)
@@ -233,7 +305,8 @@ def bench_services() -> Iterator[tuple[stack.Supervisor, str]]:
 def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
     """Web + worker answering with the real local model (SmolLM2 on llama.cpp) in prose (the
     default `auto` form would answer in quotes with it: quotes_stack)."""
-    s = start_stack(services, "real", WEB_PORT, dict(DEMO_TOKENS))
+    s = start_stack(services, "real", WEB_PORT, {"ASSISTANT_REDIS_URL": REAL_REDIS_URL,
+                                                  **DEMO_TOKENS})
     try:
         yield s
     finally:
@@ -244,10 +317,8 @@ def real_stack(services: stack.Supervisor) -> Iterator[Stack]:
 def quotes_stack(services: stack.Supervisor, demo_app: str) -> Iterator[Stack]:
     """Web + worker with the default settings (answer form `auto`: quotes with the bundled
     model), the demo app for project questions."""
-    s = start_stack(services, "quotes", WEB_PORT + 23, {
-        # Database 0: every other one is some stack's (the offset gives a session its own
-        # Redis server, so a `make run` on the machine is not disturbed).
-        "ASSISTANT_REDIS_URL": redis_url(0), "ASSISTANT_APP_API_URL": demo_app,
+    s = start_stack(services, "quotes", QUOTES_WEB_PORT, {
+        "ASSISTANT_REDIS_URL": QUOTES_REDIS_URL, "ASSISTANT_APP_API_URL": demo_app,
         "ASSISTANT_ANSWER_FORM": "auto"})
     try:
         yield s
@@ -258,8 +329,8 @@ def quotes_stack(services: stack.Supervisor, demo_app: str) -> Iterator[Stack]:
 @pytest.fixture(scope="session")
 def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
     """Web + worker whose answer role is the scripted server (exact model output)."""
-    s = start_stack(services, "scripted", WEB_PORT + 1, {
-        "ASSISTANT_REDIS_URL": redis_url(14),
+    s = start_stack(services, "scripted", SCRIPTED_WEB_PORT, {
+        "ASSISTANT_REDIS_URL": SCRIPTED_REDIS_URL,
         **DEMO_TOKENS,
         **scripted_roles(scripted_llm),
         # The bad-input test fires hundreds of frames at once; strict_stack keeps the cap.
@@ -274,8 +345,8 @@ def scripted_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[St
 @pytest.fixture(scope="session")
 def strict_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
     """Sources off and short time limits (keep-alive 1 s, first token 3 s, answer 8 s)."""
-    s = start_stack(services, "strict", WEB_PORT + 4, {
-        "ASSISTANT_REDIS_URL": redis_url(12),
+    s = start_stack(services, "strict", STRICT_WEB_PORT, {
+        "ASSISTANT_REDIS_URL": STRICT_REDIS_URL,
         **DEMO_TOKENS,
         **scripted_roles(scripted_llm),
         "ASSISTANT_SHOW_SOURCES": "false",
@@ -316,7 +387,7 @@ def demo_app(services: stack.Supervisor) -> Iterator[str]:
     dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")
     sup = stack.Supervisor(VAR / "log")
     try:
-        yield start_demo_app(sup, port(8031), dsn, stack_env({}))
+        yield start_demo_app(sup, DEMO_APP_PORT, dsn, stack_env({}))
     finally:
         sup.stop_all()
 
@@ -331,7 +402,7 @@ def demo_app_opt_out(services: stack.Supervisor, demo_app: str) -> Iterator[str]
     dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{PG_PORT}/postgres")
     sup = stack.Supervisor(VAR / "log" / "demo-opt-out")  # its own demo-app.log
     try:
-        yield start_demo_app(sup, port(8032), dsn, stack_env({OPT_OUT_ENV: "1"}))
+        yield start_demo_app(sup, DEMO_APP_OPT_OUT_PORT, dsn, stack_env({OPT_OUT_ENV: "1"}))
     finally:
         sup.stop_all()
 
@@ -340,8 +411,8 @@ def demo_app_opt_out(services: stack.Supervisor, demo_app: str) -> Iterator[str]
 def project_stack(services: stack.Supervisor, scripted_llm: str, demo_app: str
                   ) -> Iterator[Stack]:
     """Web + worker reading projects from the demo app; the scripted model captures input."""
-    s = start_stack(services, "project", WEB_PORT + 11, {
-        "ASSISTANT_REDIS_URL": redis_url(6),
+    s = start_stack(services, "project", PROJECT_WEB_PORT, {
+        "ASSISTANT_REDIS_URL": PROJECT_REDIS_URL,
         "ASSISTANT_APP_API_URL": demo_app,
         "ASSISTANT_DEV_LOGIN": "true",  # the demo page's sign-in (panel tests)
         **scripted_roles(scripted_llm),

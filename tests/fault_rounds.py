@@ -39,12 +39,12 @@ from shared import turns
 from shared.config import settings_from_env
 from shared.redis_client import redis_client
 from tests.conftest import (
+    ALLOC,
     EMBED_PORT,
     PG_PORT,
     REPO,
     VAR,
     Stack,
-    port,
     scripted_roles,
     set_script,
     stack_env,
@@ -58,7 +58,8 @@ LIMIT_S = 30.0  # the longest a client may wait for the final frame after a faul
 # room for retrieval on a loaded machine: at 4 s, turns with no fault ended in 504 under the
 # load of eight test sessions on two cores.
 FIRST_TOKEN_S, ANSWER_S = 8, 12
-REDIS_PORT = port(7390)  # the fault stack's own Redis: restarting it touches nobody else
+REDIS_PORT = ALLOC.port("fault stack redis", pool="redis")  # restarted: it touches nobody else
+WEB_A_PORT, WEB_B_PORT = ALLOC.port("fault stack: web a"), ALLOC.port("fault stack: web b")
 CHUNKS = [f"w{i} " for i in range(40)] + ["end [1]."]
 EXPECTED = "".join(CHUNKS)
 TECHNICAL = re.compile(r"Traceback|Error\(|Exception|psycopg|redis\.|errno", re.I)
@@ -479,7 +480,7 @@ def r_rollout(fs: FaultStack, n: int, old: Path | None = None, clients: int = 6,
     step starts a replacement and SIGTERMs the process it replaces, one at a time. Every
     turn asked meanwhile is a result, and the round goes on until min_turns have run."""
     set_script(fs.scripted, CHUNKS, delay_s=0.05)
-    ports = {"web-a": port(8027), "web-b": port(8028)}
+    ports = {"web-a": WEB_A_PORT, "web-b": WEB_B_PORT}
     slots: dict[str, stack.Proc] = {"web-a": _proc(fs.sup, "fault-web"),
                                     "web-b": _proc(fs.sup, "fault-b-web"),
                                     "worker-1": _proc(fs.sup, "fault-worker")}
@@ -670,7 +671,7 @@ def fault_stack(services: stack.Supervisor, scripted: str, sentinel: bool = Fals
     try:
         if sentinels is None:
             start_redis(sup)
-        a, b = port(8027), port(8028)
+        a, b = WEB_A_PORT, WEB_B_PORT
         start_processes(sup, Plan(var_dir=VAR, name="fault", web_bind=f"127.0.0.1:{a}",
                                   web_workers=1, worker_concurrency=8, beat=False,
                                   flower=False), env=env)

@@ -19,16 +19,19 @@ from pathlib import Path
 import redis
 
 from assistant_cli import stack
-from tests.conftest import VAR, port
+from tests.conftest import ALLOC, VAR
 
 SERVICE = "mymaster"
 DOWN_AFTER_MS = 1000
 # A Sentinel that voted in a failover starts none of its own for twice this: failovers in a
 # row closer than that can find no leader (-failover-abort-not-elected) and take 10 to 30 s.
 FAILOVER_TIMEOUT_MS = 5000
-# Two servers (each primary and replica in turn) and three Sentinels.
-SERVER_PORTS = (port(7391), port(7392))
-SENTINEL_PORTS = (port(7393), port(7394), port(7395))
+# Two servers (each primary and replica in turn) and three Sentinels (one set at a time:
+# tests/test_sentinel.py's and the fault suite's, each stopped before the next).
+SERVER_PORTS = tuple(ALLOC.port(f"sentinel set: server {n}", pool="redis") for n in (1, 2))
+SENTINEL_PORTS = tuple(ALLOC.port(f"sentinel set: sentinel {n}", pool="redis") for n in (1, 2, 3))
+# Where a lagging replica is pointed: nothing listens there.
+NOWHERE_PORT = ALLOC.port("sentinel set: a primary that is not there", pool="redis")
 
 
 def sentinel_binary() -> str:
@@ -117,7 +120,7 @@ class SentinelSet:
         assert primary is not None, "the Sentinels name no primary"
         if behind_s > 0:
             replica = next(p for p in SERVER_PORTS if p != primary)
-            redis.Redis(port=replica, socket_timeout=2).replicaof("127.0.0.1", str(port(7399)))
+            redis.Redis(port=replica, socket_timeout=2).replicaof("127.0.0.1", str(NOWHERE_PORT))
             time.sleep(behind_s)
         self.servers[primary].popen.send_signal(signal.SIGKILL)
         self.killed_at = time.monotonic()

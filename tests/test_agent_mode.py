@@ -20,14 +20,7 @@ from shared.config import Settings
 from shared.errors import BadRequest
 from shared.redis_client import redis_client
 from shared.turn_request import TurnRequest
-from tests.conftest import (
-    CHAT_PORT,
-    WEB_PORT,
-    Stack,
-    redis_url,
-    scripted_roles,
-    start_stack,
-)
+from tests.conftest import ALLOC, CHAT_PORT, Stack, scripted_roles, start_stack
 from tests.sseutil import sse_frames
 from tests.test_panel_browser import (
     LAST_TURN,
@@ -46,14 +39,17 @@ ALICE, BOB = DEMO_USERS["alice@example.com"], DEMO_USERS["bob@example.com"]
 SEARCH = {"name": "search_docs", "arguments": {"query": "How does the search work?"}}
 FINAL = ["The search ", "ranks passages ", "with BM25 [1]", " and vectors [2]."]
 SSE_ASK = "/api/v1/assistant/chat/stream"
+AGENT_PORT, AGENT_REDIS = ALLOC.port("agent_stack"), ALLOC.redis_url("agent_stack")
+LOCAL_PORT = ALLOC.port("agent-local stack")
+LOCAL_REDIS = ALLOC.redis_url("agent-local stack")
 
 
 @pytest.fixture(scope="module")
 def agent_stack(services: Any, scripted_llm: str, demo_app: str) -> Iterator[Stack]:
     """The dev profile (per-turn mode override), tools on for the scripted model, the demo app."""
-    s = start_stack(services, "agent", WEB_PORT + 27, {
+    s = start_stack(services, "agent", AGENT_PORT, {
         "ASSISTANT_PROFILE": "dev",
-        "ASSISTANT_REDIS_URL": redis_url(8),
+        "ASSISTANT_REDIS_URL": AGENT_REDIS,
         "ASSISTANT_APP_API_URL": demo_app,
         "ASSISTANT_ANSWER_TOOLS": "on",
         "ASSISTANT_MODE": "agent",  # the panel sends no mode; the tests' asks name theirs
@@ -443,8 +439,8 @@ def test_the_local_smollm2_server_makes_no_tool_calls(services: Any) -> None:
 def test_agent_mode_on_a_local_role_runs_as_workflow_and_says_so(
         services: Any, scripted_llm: str) -> None:
     """ASSISTANT_MODE=agent with the default `auto` tools and a local answer role."""
-    st = start_stack(services, "agent-local", WEB_PORT + 28, {
-        "ASSISTANT_REDIS_URL": redis_url(7), "ASSISTANT_MODE": "agent",
+    st = start_stack(services, "agent-local", LOCAL_PORT, {
+        "ASSISTANT_REDIS_URL": LOCAL_REDIS, "ASSISTANT_MODE": "agent",
         **scripted_roles(scripted_llm)})
     try:
         script(scripted_llm, tool_rounds=[[SEARCH]])

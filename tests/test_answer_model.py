@@ -24,10 +24,11 @@ from assistant_cli.gguf import GGUFError, GGUFInfo, gguf_info
 from assistant_cli.llama_server import format_gemma_with_system
 from assistant_cli.run import Plan, start_services
 from shared.config import ConfigError, settings_from_env
-from tests.conftest import TEST_ENV, VAR, WEB_PORT, port, redis_url, start_stack
+from tests.conftest import ALLOC, TEST_ENV, VAR, start_stack
 from tests.wsutil import app_token
 
-GGUF_PORT = port(8096)
+GGUF_PORT = ALLOC.fixed_port("gguf_server", 8096)  # beside the session's model servers
+GGUF_WEB_PORT, GGUF_REDIS = ALLOC.port("gguf stack"), ALLOC.redis_url("gguf stack")
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +154,8 @@ def test_answer_gguf_is_served_for_the_answer_role_and_a_turn_reports_it(
     assert f"--model {gemma}" in cmd and "--chat_format gemma-with-system" in cmd
     status, models = http_json("GET", f"http://127.0.0.1:{GGUF_PORT}/v1/models")
     assert status == 200 and [m["id"] for m in models["data"]] == ["gemma-3-270m-q4_k_m"]
-    s = start_stack(gguf_server, "gguf", WEB_PORT + 8,
-                    {**gguf_env(gemma), "ASSISTANT_REDIS_URL": redis_url(5),
+    s = start_stack(gguf_server, "gguf", GGUF_WEB_PORT,
+                    {**gguf_env(gemma), "ASSISTANT_REDIS_URL": GGUF_REDIS,
                      "ASSISTANT_MAX_OUTPUT_TOKENS": "40"})
     try:
         _, done = ask(s.base_url, app_token(s), "What is BeCoMe?", timeout_s=300)

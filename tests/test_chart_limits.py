@@ -19,12 +19,12 @@ from flask.testing import FlaskClient
 from assistant_cli import stack
 from shared.auth import mint_access_token
 from shared.config import settings_from_env
-from tests.conftest import TEST_ENV, VAR, redis_url
+from tests.conftest import ALLOC, TEST_ENV, VAR, ensure_session_redis
 from web import create_app
 from web.project import chart as pc
 from web.project import cleaning
 
-URL = redis_url(10)
+URL = ALLOC.redis_url("test_chart_limits")
 SECRET = TEST_ENV["ASSISTANT_APP_JWT_SECRET"]
 
 
@@ -75,7 +75,7 @@ def project_app() -> Iterator[ProjectApp]:
 @pytest.fixture()
 def web(project_app: ProjectApp) -> Iterator[FlaskClient]:
     sup = stack.Supervisor(VAR / "log")
-    stack.ensure_redis(sup, URL, VAR / "redis")
+    ensure_session_redis(sup)
     client = redis.Redis.from_url(URL)
     client.flushdb()
     project_app.paths.clear()

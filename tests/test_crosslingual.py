@@ -20,11 +20,10 @@ from shared import corpus_store
 from shared.config import ModelRole, Settings
 from shared.errors import ModelError
 from tests.conftest import (
+    ALLOC,
     PG_PORT,
     REPO,
-    WEB_PORT,
     Stack,
-    redis_url,
     scripted_roles,
     set_script,
     start_stack,
@@ -38,6 +37,7 @@ from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate
 
 CS = "frontend/src/i18n/locales/cs/auth.json"
 EN = "frontend/src/i18n/locales/en/auth.json"
+FEWSHOT_PORT, FEWSHOT_REDIS = ALLOC.port("fewshot_stack"), ALLOC.redis_url("fewshot_stack")
 
 # Twin interface strings: "heslo" keeps meeting "password", "účet" keeps meeting "account".
 TWINS = {
@@ -293,8 +293,8 @@ def test_offline_default_translates_czech_with_the_fewshot_translator() -> None:
 def fewshot_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
     """A stack on the offline defaults (translation `auto`, a local translation role) with
     every model on the scripted server, the few-shot translator included."""
-    s = start_stack(services, "fewshot", WEB_PORT + 24, {
-        "ASSISTANT_REDIS_URL": redis_url(1),
+    s = start_stack(services, "fewshot", FEWSHOT_PORT, {
+        "ASSISTANT_REDIS_URL": FEWSHOT_REDIS,
         **scripted_roles(scripted_llm),
         "ASSISTANT_TRANSLATOR_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_TRANSLATOR_MODEL": "scripted-translator",

@@ -12,8 +12,11 @@ from assistant_cli import stack
 from assistant_cli.cli import main
 from shared.config import INSECURE_DEV_SECRET, settings_from_env
 from shared.errors import ConfigError
-from tests.conftest import TEST_ENV
+from tests.conftest import ALLOC, TEST_ENV
 from web import create_app
+
+GUARD_FLOWER_PORT = ALLOC.port("test_dev_guards flower", pool="other")
+GUARD_FLOWER_REDIS = ALLOC.redis_url("test_dev_guards flower")
 
 DEV = {"ASSISTANT_REDIS_URL": TEST_ENV["ASSISTANT_REDIS_URL"]}
 # A closed port: a login that reaches the app at all fails as unavailable (503), not 404.
@@ -92,15 +95,16 @@ def test_flower_answers_only_a_loopback_host(services: stack.Supervisor) -> None
 
     from assistant_cli.flower_guard import host_name
     from assistant_cli.run import Plan, start_processes
-    from tests.conftest import VAR, port, stack_env
+    from tests.conftest import VAR, stack_env
 
     assert [host_name(h) for h in ("127.0.0.1:5555", "localhost", "[::1]:5555", "evil:80")] \
         == ["127.0.0.1", "localhost", "::1", "evil"]
-    flower = port(5567)
+    flower = GUARD_FLOWER_PORT
     sup = stack.Supervisor(VAR / "log")
     try:
         start_processes(sup, Plan(var_dir=VAR, name="guard-flower", flower_port=flower,
-                                  web=False, worker=False, beat=False), env=stack_env({}))
+                                  web=False, worker=False, beat=False),
+                        env=stack_env({"ASSISTANT_REDIS_URL": GUARD_FLOWER_REDIS}))
 
         def status(host: str) -> int:
             conn = http.client.HTTPConnection("127.0.0.1", flower, timeout=10)

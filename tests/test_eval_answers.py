@@ -20,12 +20,15 @@ from assistant_cli.client import http_json
 from assistant_cli.eval_cli import passage_lookup, section_texts
 from shared import corpus_store
 from shared.auth import mint_access_token
-from tests.conftest import REPO, Stack, redis_url, set_script, stack_env, wait_for
+from tests.conftest import ALLOC, REPO, Stack, set_script, stack_env, wait_for
 from worker.eval_answers import harness, judge, seal, stats
 from worker.eval_answers.grade import grade
 from worker.eval_answers.questions import AnswerQuestion, load_answer_questions
 from worker.pipeline.structured import fold
 
+# The stacks the harness starts from a setup's [env]: each on a Redis database of its own.
+BRAVO_REDIS = ALLOC.redis_url("eval answers: setup bravo")
+QUOTES_REDIS = ALLOC.redis_url("eval answers: quotes setup")
 QUESTIONS = [
     {"id": "q1", "language": "en", "category": "method", "answerable": True,
      "question": "What does the acronym BeCoMe stand for?",
@@ -324,7 +327,7 @@ def test_known_answers_yield_known_metrics_and_the_judge_is_blind(
                     env=described)
     # B is started by the harness itself, from its [env], on a Redis database of its own.
     b = write_setup(tmp_path / "bravo.toml", "bravo-setup-name", env={
-        **described, "ASSISTANT_REDIS_URL": redis_url(9), "ASSISTANT_ANSWER_LLM_MODEL": "scripted-b"})
+        **described, "ASSISTANT_REDIS_URL": BRAVO_REDIS, "ASSISTANT_ANSWER_LLM_MODEL": "scripted-b"})
     script_all(scripted_llm)
     out = tmp_path / "run"
     code = main(["eval", "answers", "--questions", str(qfile), "--setup", str(a),
@@ -488,7 +491,7 @@ def test_quotes_form_is_evaluated_per_language_through_the_real_path(
     described = {k: v for k, v in scripted_stack.env.items()
                  if k.startswith("ASSISTANT_") and "SECRET" not in k}
     setup = write_setup(tmp_path / "quotes.toml", "quotes", env={
-        **described, "ASSISTANT_REDIS_URL": redis_url(9), "ASSISTANT_ANSWER_FORM": "quotes"})
+        **described, "ASSISTANT_REDIS_URL": QUOTES_REDIS, "ASSISTANT_ANSWER_FORM": "quotes"})
     out = tmp_path / "run"
     code = main(["eval", "answers", "--questions", str(qfile), "--setup", str(setup),
                  "--no-judge", "--out", str(out), "--ledger", str(tmp_path / "seals.jsonl"),

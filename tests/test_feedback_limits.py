@@ -19,10 +19,10 @@ from shared import keys
 from shared.auth import mint_access_token, user_hash
 from shared.celery_config import TURN_QUEUE
 from shared.config import settings_from_env
-from tests.conftest import TEST_ENV, VAR, redis_url
+from tests.conftest import ALLOC, TEST_ENV, VAR, ensure_session_redis
 from web import create_app
 
-URL = redis_url(8)
+URL = ALLOC.redis_url("test_feedback_limits")
 ENV = {**TEST_ENV, "ASSISTANT_REDIS_URL": URL, "ASSISTANT_CLIENT_REQUEST_LIMIT": "10/minute"}
 SECRET = ENV["ASSISTANT_APP_JWT_SECRET"]
 PATH = "/api/v1/assistant/feedback"
@@ -30,9 +30,9 @@ PATH = "/api/v1/assistant/feedback"
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[redis.Redis]:
-    """This session's Redis, database 8 (the app's limits, keys and broker), emptied."""
+    """A database of this session's Redis (the app's limits, keys and broker), emptied."""
     sup = stack.Supervisor(VAR / "log")
-    stack.ensure_redis(sup, URL, VAR / "redis")
+    ensure_session_redis(sup)
     client = redis.Redis.from_url(URL)
     try:
         yield client

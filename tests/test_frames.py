@@ -13,12 +13,14 @@ from assistant_cli import stack
 from shared.config import settings_from_env
 from shared.frames import FrameLog, TurnClosed, head
 from shared.limits import Admission, Leases, Limiter
-from tests.conftest import redis_url
+from tests.conftest import ALLOC
+
+REDIS_URL = ALLOC.redis_url("test_frames")
 
 
 @pytest.fixture()
 def client(services: stack.Supervisor) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url(5))
+    c = redis.Redis.from_url(REDIS_URL)
     try:
         yield c
     finally:
@@ -42,7 +44,7 @@ def test_the_log_numbers_frames_and_a_reader_gets_only_what_follows(
 def test_nothing_is_logged_after_the_end_and_the_end_frees_the_slot(
         client: redis.Redis) -> None:
     settings = settings_from_env({"ASSISTANT_PROFILE": "test",
-                                  "ASSISTANT_REDIS_URL": redis_url(5)})
+                                  "ASSISTANT_REDIS_URL": REDIS_URL})
     leases = Leases(settings, client)
     turn = uuid.uuid4().hex
     Admission(Limiter(settings, client), leases, client).admit(f"user-{turn}", "hi", turn,

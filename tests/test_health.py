@@ -7,10 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from assistant_cli import stack
-from tests.conftest import VAR, Stack, port, start_stack, wait_for
+from tests.conftest import ALLOC, VAR, Stack, start_stack, wait_for
 from tests.wsutil import http_json
 
-REDIS_PORT = port(6391)
+REDIS_PORT = ALLOC.port("own_redis_stack redis", pool="redis")  # stopped by the test
+WEB_PORT = ALLOC.port("own_redis_stack")
 
 
 @pytest.fixture()
@@ -19,7 +20,7 @@ def own_redis_stack(services: stack.Supervisor) -> Iterator[tuple[Stack, stack.S
     redis_sup = stack.Supervisor(VAR / "log")
     url = f"redis://127.0.0.1:{REDIS_PORT}/0"
     stack.ensure_redis(redis_sup, url, VAR / "redis-health")
-    s = start_stack(services, "health", port(8012), {"ASSISTANT_REDIS_URL": url})
+    s = start_stack(services, "health", WEB_PORT, {"ASSISTANT_REDIS_URL": url})
     try:
         yield s, redis_sup
     finally:

@@ -24,10 +24,11 @@ from shared import keys
 from shared.config import Settings, settings_from_env
 from shared.errors import ConfigError, RateLimited, TooLarge, Unavailable
 from shared.limits import BUSY_RETRY_AFTER_S, Admission, Leases, Limiter, address_bucket
-from tests.conftest import VAR, redis_url
+from tests.conftest import ALLOC, VAR, ensure_session_redis
 
-REDIS_URL = redis_url(7)
-DOWN_URL = "redis://127.0.0.1:6399/0"  # nothing listens here
+REDIS_URL = ALLOC.redis_url("test_limits")  # emptied before and after each test
+DOWN_PORT = ALLOC.port("test_limits: a Redis that is down (nothing listens)", pool="redis")
+DOWN_URL = f"redis://127.0.0.1:{DOWN_PORT}/0"
 
 Make = Callable[..., Settings]
 
@@ -42,7 +43,7 @@ def make_settings(url: str = REDIS_URL, **env: str) -> Settings:
 def redis_server() -> Iterator[None]:
     """This session's Redis (started here when no other test has started it yet)."""
     sup = stack.Supervisor(VAR / "log")
-    stack.ensure_redis(sup, REDIS_URL, VAR / "redis")
+    ensure_session_redis(sup)
     try:
         yield
     finally:
@@ -51,7 +52,7 @@ def redis_server() -> Iterator[None]:
 
 @pytest.fixture()
 def client(redis_server: None) -> Iterator[redis.Redis]:
-    """A client on database 7, emptied before and after each test."""
+    """A client on the module's database, emptied before and after each test."""
     c = redis.Redis.from_url(REDIS_URL)
     c.flushdb()
     try:
@@ -470,12 +471,12 @@ def test_message_windows_are_the_settings_declared_as_limits() -> None:
                                 "daily_question_cap": "daily"}.items()
     assert set(declared.values()) <= set(windows.SCOPES)
     assert set(windows.REFUSALS) == set(windows.SCOPES)
-    limiter = Limiter(make_settings(DAILY_QUESTION_CAP="50"), redis.Redis(port=6399))
+    limiter = Limiter(make_settings(DAILY_QUESTION_CAP="50"), redis.Redis(port=DOWN_PORT))
     kinds = [r.kind for r in limiter.message_rules("u", "192.0.2.7")]
     assert kinds == sorted(kinds, key=list(windows.SCOPES).index)  # the refusal order
     assert set(kinds) == {"user", "client", "global", "daily"}
     # No address: no address window; no daily cap: no daily window.
-    assert {r.kind for r in Limiter(make_settings(), redis.Redis(port=6399)).message_rules(
+    assert {r.kind for r in Limiter(make_settings(), redis.Redis(port=DOWN_PORT)).message_rules(
         "u", None)} == {"user", "global"}
 
 
@@ -489,7 +490,7 @@ def test_a_setting_declared_as_a_limit_is_a_window_of_every_message(
 
     extra = dataclasses.replace(DECLARED["client_request_limit"], limit="user")
     monkeypatch.setattr(windows, "DECLARED", {**DECLARED, "client_request_limit": extra})
-    limiter = Limiter(make_settings(CLIENT_REQUEST_LIMIT="500/day"), redis.Redis(port=6399))
+    limiter = Limiter(make_settings(CLIENT_REQUEST_LIMIT="500/day"), redis.Redis(port=DOWN_PORT))
     rules = limiter.message_rules("u", None)
     assert [(r.kind, str(r.item)) for r in rules][:2] == [
         ("user", "60 per 1 hour"), ("user", "500 per 1 day")]

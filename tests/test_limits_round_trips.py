@@ -15,9 +15,10 @@ from assistant_cli import stack
 from shared.config import settings_from_env
 from shared.errors import RateLimited
 from shared.limits import Admission, Leases, Limiter
-from tests.conftest import redis_url
+from tests.conftest import ALLOC
 
 SENDS = [0]
+REDIS_URL = ALLOC.redis_url("test_limits_round_trips")  # flushed by its tests
 
 
 class CountingConnection(redis.Connection):
@@ -30,7 +31,7 @@ class CountingConnection(redis.Connection):
 
 @pytest.fixture()
 def counted(services: stack.Supervisor) -> Iterator[tuple[Limiter, Leases, Admission]]:
-    url = redis_url(5)
+    url = REDIS_URL
     settings = settings_from_env({"ASSISTANT_PROFILE": "test", "ASSISTANT_REDIS_URL": url,
                                   "ASSISTANT_USER_MESSAGE_LIMIT": "2/hour",
                                   "ASSISTANT_DAILY_QUESTION_CAP": "4"})
@@ -91,7 +92,7 @@ def test_the_watchdog_looks_in_one_round_trip_and_not_while_frames_flow(
     from shared.frames import Frame, FrameLog
     from web.follow import WATCH_S, TurnFollower
 
-    url = redis_url(5)
+    url = REDIS_URL
     settings = settings_from_env({"ASSISTANT_PROFILE": "test", "ASSISTANT_REDIS_URL": url})
     client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(
         url, connection_class=CountingConnection))

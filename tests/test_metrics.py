@@ -15,26 +15,19 @@ from simple_websocket import Client
 from assistant_cli import stack
 from assistant_cli.client import http_json, ws_url
 from assistant_cli.run import Plan, start_processes
-from tests.conftest import (
-    VAR,
-    Stack,
-    port,
-    redis_url,
-    scripted_roles,
-    set_script,
-    start_stack,
-    wait_for,
-)
+from tests.conftest import ALLOC, VAR, Stack, scripted_roles, set_script, start_stack, wait_for
 from tests.test_production_profile import PRODUCTION, client_for
 from tests.wsutil import app_token, get_ticket
 
-WORKER_METRICS = port(9808)
+WEB_PORT, REDIS_URL = ALLOC.port("metrics_stack"), ALLOC.redis_url("metrics_stack")
+WORKER_METRICS = ALLOC.port("metrics_stack's worker metrics", pool="other")
+FLOWER_PORT = ALLOC.port("metrics_stack's flower", pool="other")
 
 
 @pytest.fixture(scope="module")
 def metrics_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
-    s = start_stack(services, "metrics", port(8029), {
-        "ASSISTANT_REDIS_URL": redis_url(9), **scripted_roles(scripted_llm),
+    s = start_stack(services, "metrics", WEB_PORT, {
+        "ASSISTANT_REDIS_URL": REDIS_URL, **scripted_roles(scripted_llm),
         "ASSISTANT_WORKER_METRICS_PORT": str(WORKER_METRICS)})
     try:
         yield s
@@ -137,7 +130,7 @@ def test_production_serves_metrics_to_a_direct_loopback_scrape_only(
 
 def test_a_running_turn_shows_its_step_in_flower(metrics_stack: Stack, scripted_llm: str
                                                  ) -> None:
-    flower = port(5565)
+    flower = FLOWER_PORT
     start_processes(metrics_stack.sup, Plan(
         var_dir=VAR, name="metrics-flower", flower_port=flower, web=False, worker=False,
         beat=False), env={**metrics_stack.env, "FLOWER_UNAUTHENTICATED_API": "true"})

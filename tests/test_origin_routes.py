@@ -9,8 +9,10 @@ import re
 import pytest
 
 from shared.config import INSECURE_DEV_SECRET, settings_from_env
-from tests.conftest import TEST_ENV
+from tests.conftest import ALLOC, TEST_ENV
 from web import create_app
+
+DOWN_REDIS_PORT = ALLOC.port("test_origin_routes: a Redis that is down", pool="redis")
 
 # Public, credential-free reads a page on any origin may make (and the panel's own files).
 PUBLIC = {"/", "/healthz", "/api/v1/ping", "/metrics", "/static/<path:filename>"}
@@ -22,7 +24,7 @@ def _app():  # type: ignore[no-untyped-def]
     # reachable: a request that got past the Origin check would fail otherwise (503), not 403.
     env = {**TEST_ENV, "ASSISTANT_DEV_TOKENS": "true", "ASSISTANT_APP_JWT_SECRET":
            INSECURE_DEV_SECRET, "ASSISTANT_APP_API_URL": "http://127.0.0.1:9",
-           "ASSISTANT_REDIS_URL": "redis://127.0.0.1:6399/0"}
+           "ASSISTANT_REDIS_URL": f"redis://127.0.0.1:{DOWN_REDIS_PORT}/0"}
     return create_app({"SETTINGS": settings_from_env(env), "TESTING": True})
 
 

@@ -21,12 +21,14 @@ from demo_app.seed import (
     STALE_PROJECT,
 )
 from shared.auth import mint_access_token
-from tests.conftest import TEST_ENV, WEB_PORT, Stack, redis_url, set_script, start_stack
+from tests.conftest import ALLOC, TEST_ENV, Stack, set_script, start_stack
 from tests.wsutil import app_token, http_json
 from web.project.app_api import AppApi, read_project_context
 
 ALICE, BOB = DEMO_USERS["alice@example.com"], DEMO_USERS["bob@example.com"]
 FENCE = re.compile(r"<project-data>\n(.*?)\n</project-data>", re.DOTALL)
+APP_DOWN_PORT, APP_DOWN_REDIS = ALLOC.port("app_down_stack"), ALLOC.redis_url("app_down_stack")
+DEAD_APP_PORT = ALLOC.port("app_down_stack's app (nothing listens)", pool="other")
 
 
 def project_turn(stack_: Stack, scripted: str, user: str, project: str, question: str,
@@ -130,10 +132,9 @@ def test_injection_in_the_project_name_stays_inside_the_fence(project_stack: Sta
 
 @pytest.fixture(scope="module")
 def app_down_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
-    dead = WEB_PORT + 29  # nothing listens there
-    s = start_stack(services, "appdown", WEB_PORT + 12, {
-        "ASSISTANT_REDIS_URL": redis_url(5),
-        "ASSISTANT_APP_API_URL": f"http://127.0.0.1:{dead}",
+    s = start_stack(services, "appdown", APP_DOWN_PORT, {
+        "ASSISTANT_REDIS_URL": APP_DOWN_REDIS,
+        "ASSISTANT_APP_API_URL": f"http://127.0.0.1:{DEAD_APP_PORT}",
         "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1"})
     try:
         yield s

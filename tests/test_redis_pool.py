@@ -15,7 +15,9 @@ import redis
 from assistant_cli import stack
 from shared.config import settings_from_env
 from shared.redis_client import redis_client
-from tests.conftest import redis_url
+from tests.conftest import ALLOC
+
+REDIS_URL = ALLOC.redis_url("test_redis_pool")
 
 
 def _burst(n: int, call: Callable[[], object]) -> list[BaseException]:
@@ -40,7 +42,7 @@ def _burst(n: int, call: Callable[[], object]) -> list[BaseException]:
 
 def _named(name: str) -> int:
     """How many connections named `name` Redis holds open now."""
-    observer = redis.Redis.from_url(redis_url(5))
+    observer = redis.Redis.from_url(REDIS_URL)
     try:
         return sum(1 for c in observer.client_list() if c.get("name") == name)
     finally:
@@ -52,7 +54,7 @@ def test_a_burst_past_the_pool_waits_instead_of_failing(services: stack.Supervis
     # not blocking) raised "Too many connections" for the 101st at once.
     name = f"pool-{uuid.uuid4().hex[:8]}"
     settings = settings_from_env({"ASSISTANT_PROFILE": "test",
-                                  "ASSISTANT_REDIS_URL": f"{redis_url(5)}?client_name={name}"})
+                                  "ASSISTANT_REDIS_URL": f"{REDIS_URL}?client_name={name}"})
     client = redis_client(settings)
     key = f"ba:test:{name}"
     started = time.monotonic()
@@ -67,7 +69,7 @@ def test_a_caller_that_cannot_get_a_connection_in_time_gets_a_plain_error(
         services: stack.Supervisor) -> None:
     name = f"pool-{uuid.uuid4().hex[:8]}"
     settings = settings_from_env({"ASSISTANT_PROFILE": "test",
-                                  "ASSISTANT_REDIS_URL": f"{redis_url(5)}?client_name={name}",
+                                  "ASSISTANT_REDIS_URL": f"{REDIS_URL}?client_name={name}",
                                   "ASSISTANT_REDIS_MAX_CONNECTIONS": "4",
                                   "ASSISTANT_REDIS_POOL_TIMEOUT_S": "0.2"})
     client = redis_client(settings)

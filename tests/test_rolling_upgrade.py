@@ -15,11 +15,12 @@ import redis
 from assistant_cli import stack
 from shared import contract_peers
 from shared.turn_request import READS, VERSION
-from tests.conftest import REPO, VAR, port, stack_env
+from tests.conftest import ALLOC, REPO, VAR, stack_env
 
 # A Redis of its own: the suite's stacks announce their workers on theirs every few seconds,
 # and one such announcement between `empty` and a check made the refusals below name it too.
-URL = f"redis://127.0.0.1:{port(6392)}/0"
+URL = f"redis://127.0.0.1:{ALLOC.port('test_rolling_upgrade redis', pool='redis')}/0"
+REFUSED_WEB_PORT = ALLOC.port("test_rolling_upgrade: a web server refused", pool="other")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_a_web_server_refuses_to_start_beside_workers_that_cannot_read_it(
         client: redis.Redis) -> None:
     contract_peers.announce(client, "worker", "reads=99 writes=99 worker-future:1")
     env = stack_env({"ASSISTANT_REDIS_URL": URL,
-                     "ASSISTANT_WEB_BIND": f"127.0.0.1:{port(8729)}"})
+                     "ASSISTANT_WEB_BIND": f"127.0.0.1:{REFUSED_WEB_PORT}"})
     done = _run([sys.executable, "-m", "gunicorn", "-c", "web/gunicorn_conf.py",
                  "web.wsgi:app"], env)
     out = done.stdout + done.stderr

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from assistant_cli import stack
 from shared.auth import mint_access_token
 from shared.config import Settings
-from tests.conftest import VAR
+from tests.conftest import VAR, ensure_session_redis
 from web import create_app
 
 CHAT = "/api/v1/assistant/chat/stream"
@@ -30,7 +30,7 @@ def app(settings: Settings) -> Iterator[Flask]:
     """The real app factory on the test settings, with the test Redis running."""
     sup = stack.Supervisor(VAR / "log")
     try:
-        stack.ensure_redis(sup, settings.redis_url, VAR / "redis")
+        ensure_session_redis(sup)
         yield create_app({"SETTINGS": settings, "TESTING": True})
     finally:
         sup.stop_all()

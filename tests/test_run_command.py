@@ -11,16 +11,17 @@ import time
 import psutil
 
 from assistant_cli import stack
-from tests.conftest import REPO, TEST_ENV, VAR, port, redis_url, wait_for
+from tests.conftest import ALLOC, REPO, TEST_ENV, VAR, wait_for
 from tests.wsutil import http_json
 
-WEB = port(8013)
-FLOWER = port(5566)
+WEB = ALLOC.port("`run` in test_run_command")
+FLOWER = ALLOC.port("`run`'s flower in test_run_command", pool="other")
+REDIS_URL = ALLOC.redis_url("`run` in test_run_command")  # its beat and worker's own
 
 
 def test_run_starts_everything_and_sigint_leaves_nothing(services: stack.Supervisor) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
-    env.update(TEST_ENV, ASSISTANT_REDIS_URL=redis_url(13))
+    env.update(TEST_ENV, ASSISTANT_REDIS_URL=REDIS_URL)
     out = VAR / "run-command.out"
     with open(out, "wb") as fh:
         proc = subprocess.Popen(

@@ -15,9 +15,16 @@ from simple_websocket import Client
 from assistant_cli.client import ask, http_json, ws_url
 from shared.project_grounding import project_grounding
 from tests.bad_inputs import SLOW_REGEX_UNITS
-from tests.conftest import Stack
+from tests.conftest import ALLOC, Stack
 from tests.wsutil import app_token, get_ticket
 from web.project import cleaning as pc
+
+ITEM8_PORT, ITEM8_REDIS = ALLOC.port("item8_stack"), ALLOC.redis_url("item8_stack")
+ITEM4_PORT, ITEM4_REDIS = ALLOC.port("item4_stack"), ALLOC.redis_url("item4_stack")
+# Host pages the panel is embedded in: an allowed origin (the `web` pool), and a foreign one.
+ALLOWED_HOST_PORT = ALLOC.port("item11 host page (an allowed origin)")
+FOREIGN_HOST_PORT = ALLOC.port("item11 host page (a foreign origin)", pool="other")
+REFRESH_HOST_PORT = ALLOC.port("item12 host page")
 
 
 def record_events(events: list[dict[str, Any]]) -> None:
@@ -182,10 +189,10 @@ def test_item5_inbox_is_bounded_and_frames_are_counted_in_the_reader() -> None:
 def item8_stack(services: Any, scripted_llm: str) -> Iterator[Stack]:
     """A stack with a 3-second first-token limit whose worker the test stops and restarts,
     and health detail for no loopback caller."""
-    from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
+    from tests.conftest import scripted_roles, start_stack
 
-    s = start_stack(services, "item8", WEB_PORT + 14, {
-        "ASSISTANT_REDIS_URL": redis_url(3), **scripted_roles(scripted_llm),
+    s = start_stack(services, "item8", ITEM8_PORT, {
+        "ASSISTANT_REDIS_URL": ITEM8_REDIS, **scripted_roles(scripted_llm),
         "ASSISTANT_FIRST_TOKEN_TIMEOUT_S": "3",
         # Item 3: loopback is not a trusted health caller here, and public calls are limited.
         "ASSISTANT_HEALTH_TRUSTED": "192.0.2.1/32", "ASSISTANT_HEALTH_REQUEST_LIMIT": "5/minute"})
@@ -364,10 +371,10 @@ def item4_stack(services: Any, scripted_llm: str, counting_app: _CountingApp
     """Tight per-user and per-address limits, one event stream per user, few sockets; loopback
     is a trusted proxy, so each test speaks from addresses of its own (X-Forwarded-For) and
     no test depends on what another one used up."""
-    from tests.conftest import WEB_PORT, redis_url, scripted_roles, start_stack
+    from tests.conftest import scripted_roles, start_stack
 
-    s = start_stack(services, "item4", WEB_PORT + 15, {
-        "ASSISTANT_REDIS_URL": redis_url(2), **scripted_roles(scripted_llm),
+    s = start_stack(services, "item4", ITEM4_PORT, {
+        "ASSISTANT_REDIS_URL": ITEM4_REDIS, **scripted_roles(scripted_llm),
         "ASSISTANT_APP_API_URL": counting_app.url,
         "ASSISTANT_TRUSTED_PROXIES": "127.0.0.1",
         "ASSISTANT_USER_MESSAGE_LIMIT": "1/hour",
@@ -732,11 +739,11 @@ def _embed(chromium: Any, stack: Stack, port_number: int) -> tuple[Any, Any, lis
 
 def test_item11_panel_embedded_from_an_allowed_second_origin_gets_an_answer(
         chromium: Any, scripted_stack: Stack, scripted_llm: str) -> None:
-    from tests.conftest import port, set_script
+    from tests.conftest import set_script
 
     set_script(scripted_llm, ["Embedded answer [1]."])
-    # The test environment allows 127.0.0.1 on ports 8010-8039 (moved by the offset).
-    context, page, console = _embed(chromium, scripted_stack, port(8038))
+    # The test environment allows 127.0.0.1 on the ports of the allocator's `web` pool.
+    context, page, console = _embed(chromium, scripted_stack, ALLOWED_HOST_PORT)
     try:
         page.wait_for_function("() => window.__assistantPanel.current && "
                                "window.__assistantPanel.current.finished", timeout=30_000)
@@ -747,9 +754,7 @@ def test_item11_panel_embedded_from_an_allowed_second_origin_gets_an_answer(
 
 
 def test_item11_a_foreign_origin_is_refused(chromium: Any, scripted_stack: Stack) -> None:
-    from tests.conftest import port
-
-    context, page, _ = _embed(chromium, scripted_stack, port(8045))  # not an allowed origin
+    context, page, _ = _embed(chromium, scripted_stack, FOREIGN_HOST_PORT)
     try:
         outcome = page.evaluate("""async (base) => {
             try { await fetch(base + "/api/v1/assistant/tickets", {method: "POST",
@@ -767,8 +772,6 @@ def test_item11_headers_restrict_connect_src_and_answer_cors_only_for_allowed_or
         scripted_stack: Stack) -> None:
     import urllib.request
 
-    from tests.conftest import port
-
     def options(origin: str) -> dict[str, str]:
         req = urllib.request.Request(f"{scripted_stack.base_url}/api/v1/assistant/tickets",
                                      method="OPTIONS", headers={
@@ -778,11 +781,11 @@ def test_item11_headers_restrict_connect_src_and_answer_cors_only_for_allowed_or
         with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback
             return {k.lower(): v for k, v in resp.headers.items()}
 
-    allowed = f"http://127.0.0.1:{port(8038)}"
+    allowed = f"http://127.0.0.1:{ALLOWED_HOST_PORT}"
     headers = options(allowed)
     assert headers.get("access-control-allow-origin") == allowed
     assert "authorization" in headers.get("access-control-allow-headers", "").lower()
-    assert "access-control-allow-origin" not in options(f"http://127.0.0.1:{port(8045)}")
+    assert "access-control-allow-origin" not in options(f"http://127.0.0.1:{FOREIGN_HOST_PORT}")
     with urllib.request.urlopen(f"{scripted_stack.base_url}/", timeout=10) as resp:  # noqa: S310
         csp = resp.headers["Content-Security-Policy"]
     connect = next(d for d in csp.split(";") if d.strip().startswith("connect-src"))
@@ -847,14 +850,14 @@ BecomeAssistant.mount(document.getElementById("host"), {{baseUrl: "{base}", lang
 def test_item12_panel_asks_the_host_page_for_a_fresh_token_when_its_token_expired(
         chromium: Any, scripted_stack: Stack, scripted_llm: str) -> None:
     from shared.auth import mint_access_token
-    from tests.conftest import port, set_script
+    from tests.conftest import set_script
 
     set_script(scripted_llm, ["Fresh answer [1]."])
     secret = scripted_stack.settings.app_jwt_secret
     html = REFRESH_PAGE.format(base=scripted_stack.base_url,
                                fresh=mint_access_token("item12", secret),
                                expired=mint_access_token("item12", secret, ttl_s=-60))
-    host = _HostPage(port(8037), html)
+    host = _HostPage(REFRESH_HOST_PORT, html)
     context = chromium.new_context()
     try:
         page = context.new_page()

@@ -26,11 +26,13 @@ from shared.frames import FrameLog, NotNext
 from shared.limits import Admission, Leases, Limiter
 from shared.redis_client import redis_client
 from shared.redis_url import SentinelTarget, sentinel_target
-from tests.conftest import VAR, redis_url
+from tests.conftest import ALLOC, VAR
 from tests.sentinel_set import SentinelSet, start_sentinel_set
 from web.follow import INTERRUPTED, TurnFollower
 from web.relay import RESYNC, Relay
 from worker.emit import FramesLost, TurnEmitter
+
+REDIS_URL = ALLOC.redis_url("test_sentinel (frames lost)")
 
 # --- the URL -----------------------------------------------------------------------------
 
@@ -74,8 +76,8 @@ def test_the_broker_follows_the_sentinels_by_the_primarys_name() -> None:
     assert conf["broker_transport_options"]["master_name"] == "mymaster"
     assert conf["broker_transport_options"]["visibility_timeout"] > 0
     plain = celery_config(settings_from_env({"ASSISTANT_PROFILE": "test",
-                                             "ASSISTANT_REDIS_URL": redis_url(3)}))
-    assert plain["broker_url"] == redis_url(3)
+                                             "ASSISTANT_REDIS_URL": REDIS_URL}))
+    assert plain["broker_url"] == REDIS_URL
     assert "master_name" not in plain["broker_transport_options"]
 
 
@@ -174,7 +176,7 @@ def _published(client: redis.Redis, turn: str) -> bool:
 
 @pytest.fixture()
 def client(services: stack.Supervisor) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url(5))
+    c = redis.Redis.from_url(REDIS_URL)
     try:
         yield c
     finally:
@@ -243,7 +245,7 @@ def test_a_retried_append_that_had_landed_is_not_written_twice(client: redis.Red
 
 def _follower(client: redis.Redis, turn: str) -> TurnFollower:
     settings = settings_from_env({"ASSISTANT_PROFILE": "test",
-                                  "ASSISTANT_REDIS_URL": redis_url(5)})
+                                  "ASSISTANT_REDIS_URL": REDIS_URL})
     return TurnFollower(client, settings, turn)
 
 

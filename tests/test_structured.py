@@ -11,12 +11,15 @@ import pytest
 from assistant_cli import stack
 from assistant_cli.client import ask
 from shared.passage import Passage
-from tests.conftest import WEB_PORT, Stack, port, redis_url, scripted_roles, set_script, start_stack
+from tests.conftest import ALLOC, Stack, scripted_roles, set_script, start_stack
 from tests.properties import for_each_seed
 from tests.wsutil import app_token
 from worker.pipeline.structured import SCHEMA, AnswerFieldStream, verify
 from worker.pipeline.types import Retrieval
 
+REAL_PORT, REAL_REDIS = ALLOC.port("structured_stack"), ALLOC.redis_url("structured_stack")
+SCRIPTED_PORT = ALLOC.port("scripted_structured_stack")
+SCRIPTED_REDIS = ALLOC.redis_url("scripted_structured_stack")
 RETRIEVAL = Retrieval((
     Passage("p1", "docs/method.md", "Method", "# Method", "en", "The best compromise is the\n"
             "midpoint of the mean and the median.", "", False, 0.1),
@@ -79,8 +82,8 @@ def test_a_second_answer_key_is_not_taken_over_the_streamed_one() -> None:
 
 @pytest.fixture(scope="module")
 def structured_stack(services: stack.Supervisor) -> Iterator[Stack]:
-    s = start_stack(services, "structured", port(8017), {
-        "ASSISTANT_REDIS_URL": redis_url(10), "ASSISTANT_ANSWER_FORM": "structured",
+    s = start_stack(services, "structured", REAL_PORT, {
+        "ASSISTANT_REDIS_URL": REAL_REDIS, "ASSISTANT_ANSWER_FORM": "structured",
         # 300, not more: schema-held sampling with the 135M model ran at 2-3 tokens a second
         # on a loaded 2-core machine, and a rambling answer must reach its cap well inside
         # the worker's 180 s answer limit (the cut path is one this test accepts).
@@ -111,8 +114,8 @@ def test_real_model_answers_in_the_structured_form(structured_stack: Stack) -> N
 @pytest.fixture(scope="module")
 def scripted_structured_stack(services: stack.Supervisor, scripted_llm: str
                               ) -> Iterator[Stack]:
-    s = start_stack(services, "structured-scripted", WEB_PORT + 25, {
-        "ASSISTANT_REDIS_URL": redis_url(11), "ASSISTANT_ANSWER_FORM": "structured",
+    s = start_stack(services, "structured-scripted", SCRIPTED_PORT, {
+        "ASSISTANT_REDIS_URL": SCRIPTED_REDIS, "ASSISTANT_ANSWER_FORM": "structured",
         **scripted_roles(scripted_llm)})
     try:
         yield s

@@ -19,22 +19,14 @@ from simple_websocket import Client
 from assistant_cli import stack
 from assistant_cli.client import ask, ws_url
 from shared import keys
-from tests.conftest import (
-    REPO,
-    VAR,
-    Stack,
-    port,
-    redis_url,
-    scripted_roles,
-    set_script,
-    start_stack,
-)
+from tests.conftest import ALLOC, REPO, VAR, Stack, scripted_roles, set_script, start_stack
 from tests.wsutil import app_token, get_ticket
 
 NAME = "faultinj"
 INJECTOR = REPO / "tests" / "fault_inject" / "sitecustomize.py"
 SECRET = "injected-words-that-must-not-be-logged-5521"  # the injected exceptions' text
 PLAIN = "Something went wrong on our side. Please try again."
+WEB_PORT, REDIS_URL = ALLOC.port("fault_stack (faultinj)"), ALLOC.redis_url("fault_stack (faultinj)")
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +34,8 @@ def fault_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack
     # Read, not imported: importing it here would put the bug into this process too.
     assert f'SECRET = "{SECRET}"' in INJECTOR.read_text()
     path = os.pathsep.join([str(INJECTOR.parent), str(REPO)])
-    s = start_stack(services, NAME, port(8019), {
-        "ASSISTANT_REDIS_URL": redis_url(13), **scripted_roles(scripted_llm),
+    s = start_stack(services, NAME, WEB_PORT, {
+        "ASSISTANT_REDIS_URL": REDIS_URL, **scripted_roles(scripted_llm),
         "PYTHONPATH": path})
     try:
         yield s

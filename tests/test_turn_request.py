@@ -25,7 +25,7 @@ from shared.turn_request import (
     TurnRequest,
     grounding_numbers,
 )
-from tests.conftest import VAR
+from tests.conftest import VAR, ensure_session_redis
 
 FULL = TurnRequest(
     turn="a" * 32, user="b" * 64, message="Kolik je 3,5 % z 1200?", language="cs",
@@ -134,7 +134,7 @@ def test_text_that_is_not_json_is_refused() -> None:
 def client(settings: Settings) -> Iterator[redis.Redis]:
     sup = stack.Supervisor(VAR / "log")
     try:
-        stack.ensure_redis(sup, settings.redis_url, VAR / "redis")
+        ensure_session_redis(sup)
         yield redis_client(settings)
     finally:
         sup.stop_all()

@@ -16,16 +16,12 @@ from assistant_cli.client import ask, ws_url
 from assistant_cli.run import Plan, start_processes
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET
-from tests.conftest import (
-    DEMO_TOKENS,
-    VAR,
-    WEB_PORT,
-    Stack,
-    redis_url,
-    set_script,
-    stack_env,
-)
+from tests.conftest import ALLOC, DEMO_TOKENS, VAR, Stack, set_script, stack_env
 from tests.wsutil import app_token, get_ticket, http_json, upgrade_status
+
+# Its own database: on the scripted stack's, its tickets and contract would meet that stack's.
+TICKET_WEB_PORT = ALLOC.port("short_ticket_web")
+TICKET_REDIS_URL = ALLOC.redis_url("short_ticket_web")
 
 
 def frames_of(stack: Stack, message: str, **kwargs: Any) -> list[dict[str, Any]]:
@@ -138,12 +134,12 @@ def test_ticket_lifetime_is_short_by_default(scripted_stack: Stack) -> None:
 def short_ticket_web(services: stack.Supervisor) -> Iterator[str]:
     """A web server alone (no worker: only tickets and upgrades are exercised) whose tickets
     live one second (ASSISTANT_TICKET_TTL_S=1); its base URL."""
-    web_port = WEB_PORT + 26
+    web_port = TICKET_WEB_PORT
     sup = stack.Supervisor(VAR / "log")
     try:
         start_processes(sup, Plan(var_dir=VAR, name="ticket-ttl", web_bind=f"127.0.0.1:{web_port}",
                                   web_workers=1, worker=False, beat=False, flower=False),
-                        env=stack_env({"ASSISTANT_REDIS_URL": redis_url(14), **DEMO_TOKENS,
+                        env=stack_env({"ASSISTANT_REDIS_URL": TICKET_REDIS_URL, **DEMO_TOKENS,
                                        "ASSISTANT_TICKET_TTL_S": "1"}))
         yield f"http://127.0.0.1:{web_port}"
     finally:

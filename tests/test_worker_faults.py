@@ -8,13 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from assistant_cli import stack
-from tests.conftest import Stack, port, start_stack, start_worker
-from tests.worker_kill_rounds import KILL_ENV, run
+from tests.conftest import Stack, start_stack, start_worker
+from tests.worker_kill_rounds import KILL_ENV, KILL_PORT, run
 
 
 @pytest.fixture()
 def two_worker_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
-    s = start_stack(services, "kill", port(8016), {
+    s = start_stack(services, "kill", KILL_PORT, {
         **KILL_ENV, "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1"})
     start_worker(s.sup, "kill-second", s.env)
     try:

@@ -18,10 +18,13 @@ from simple_websocket import Client
 from assistant_cli.client import ws_url
 from shared import turns
 from shared.redis_client import redis_client
-from tests.conftest import Stack, redis_url, set_script, start_worker
+from tests.conftest import ALLOC, Stack, set_script, start_worker
 from tests.wsutil import app_token, get_ticket
 
-KILL_ENV = {"ASSISTANT_REDIS_URL": redis_url(11)}
+# A killed worker leaves its turn's message unacknowledged in the broker, to be redelivered:
+# the kill stack's database is its own, so no other stack's worker ever receives it.
+KILL_ENV = {"ASSISTANT_REDIS_URL": ALLOC.redis_url("worker kill stack")}
+KILL_PORT = ALLOC.port("worker kill stack")
 CHUNKS = [f"part{i} " for i in range(60)] + ["end [1]."]
 
 

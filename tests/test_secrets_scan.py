@@ -1,5 +1,8 @@
-"""(Named to run last: it scans the logs of the whole run.) Secrets: the hosted key goes only to `api` roles (a capturing server on loopback proves
-it), and no token, ticket or key appears in any log line or trace of the test run."""
+"""Secrets: the hosted key goes only to `api` roles (a capturing server on loopback proves it),
+and no token, ticket or key appears in any log line or trace of the test run.
+
+Marked `last` (tests/conftest.py runs it after every other test): it scans the logs of the
+whole run."""
 
 from __future__ import annotations
 
@@ -13,18 +16,23 @@ import pytest
 
 from assistant_cli import stack
 from assistant_cli.client import ask
-from tests.conftest import VAR, WEB_PORT, Stack, redis_url, set_script, start_stack
+from tests.conftest import ALLOC, VAR, Stack, set_script, start_stack
 from tests.sseutil import sse_frames
 from tests.wsutil import app_token, get_ticket, http_json
 
 HOSTED_KEY = "sk-test-hosted-key-7d3f9a51c2"
 JWT = re.compile(r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}")
+WEB_PORT = ALLOC.port("secrets_stack")
+REDIS_URL = ALLOC.redis_url("secrets_stack")
+FLOWER_PORT = ALLOC.port("secrets scan flower", pool="other")
+
+pytestmark = pytest.mark.last
 
 
 @pytest.fixture(scope="module")
 def secrets_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Stack]:
-    s = start_stack(services, "secrets", WEB_PORT + 13, {
-        "ASSISTANT_REDIS_URL": redis_url(4),
+    s = start_stack(services, "secrets", WEB_PORT, {
+        "ASSISTANT_REDIS_URL": REDIS_URL,
         "ASSISTANT_API_KEY": HOSTED_KEY,
         "ASSISTANT_ANSWER_PROVIDER": "api",
         "ASSISTANT_ANSWER_LLM_BASE_URL": f"{scripted_llm}/v1",
@@ -174,9 +182,7 @@ def test_flower_task_views_show_no_user_text_or_secret(secrets_stack: Stack,
     import sys
     import urllib.request
 
-    from tests.conftest import port
-
-    flower_port = port(5556)
+    flower_port = FLOWER_PORT
     proc = secrets_stack.sup.start("secrets-flower", [
         sys.executable, "-m", "celery", "-A", "worker.celery_app", "flower",
         "--address=127.0.0.1", f"--port={flower_port}"],
