@@ -450,6 +450,37 @@ def _rfc3339(stamp: str) -> float:
         float("0" + (m.group(2) or ".0")[:10])
 
 
+def open_connections(cid: str) -> int:
+    """Connections the proxy holds open to a web container's port 8000 (its open sockets, and
+    any request it is serving): ESTABLISHED in the container's /proc/net/tcp, not loopback
+    (the health check)."""
+    proc = subprocess.run(["docker", "exec", cid, "cat", "/proc/net/tcp"], capture_output=True,
+                          text=True)
+    held = 0
+    for line in proc.stdout.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) > 3 and cols[1].endswith(":1F40") and cols[3] == "01" and \
+                not cols[1].startswith("0100007F"):
+            held += 1
+    return held
+
+
+def wait_for_turns(clients: list[LoadClient], service: str, cid: str,
+                   timeout_s: float = 20) -> tuple[int, int]:
+    """Until half the clients have a turn in flight and, for a web container, the proxy holds
+    a connection to it (a socket its SIGTERM must hand over), or `timeout_s`: a quick turn
+    (under a second on a quiet machine) is otherwise easily missed. The turns in flight and
+    the connections it holds."""
+    want = max(1, len(clients) // 2)
+    end = time.monotonic() + timeout_s
+    while True:
+        busy = sum(c.current is not None for c in clients)
+        held = open_connections(cid) if service == "web" and busy >= want else 0
+        if (busy >= want and (service != "web" or held > 0)) or time.monotonic() >= end:
+            return sum(c.current is not None for c in clients), held
+        time.sleep(0.05)
+
+
 def stop_and_remove(service: str, cid: str) -> tuple[float, int, list[str]]:
     """What a deploy does to the container it replaces: SIGTERM, the service's grace period,
     then SIGKILL (`docker stop --time`); how long it took, its exit code and what it logged
@@ -520,14 +551,17 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
                 ready = wait_ready(service, new)
                 if service == "web":
                     time.sleep(2)  # the proxy re-reads the service's addresses every second
-                in_flight.append(sum(c.current is not None for c in clients))
+                busy, held = wait_for_turns(clients, service, cid)
+                in_flight.append(busy)
                 term = time.monotonic() - t0
                 terms.append((f"{service} {cid[:12]}", term))
                 took, code, timeline = stop_and_remove(service, cid)
                 stops.append((service, took, code))
                 say(f"  {service} {cid[:12]} -> {new[:12]}: new one ready in {ready:.0f}s, "
                     f"old one sent SIGTERM at +{term:.1f}s and stopped in {took:.1f}s, exit "
-                    f"{code}, {in_flight[-1]} turns in flight at the SIGTERM")
+                    f"{code}, {busy} turns in flight at the SIGTERM"
+                    + (f" ({held} connections from the proxy open on it)"
+                       if service == "web" else ""))
                 for line in timeline[:8]:
                     say(f"    {line}")
         rollout_s = time.monotonic() - t0

@@ -139,3 +139,22 @@ def test_any_other_close_before_accepted_fails_the_turn(monkeypatch: pytest.Monk
     t = run_turn(monkeypatch, *[FakeSocket([], code=1012) for _ in range(smoke.MAX_REASKS + 1)])
     assert t.outcome == "error: socket closed (1012) before the turn was accepted"
     assert t.reasks == smoke.MAX_REASKS
+
+
+def test_connections_open_on_a_web_container_are_read_from_its_proc_net_tcp(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    table = """  sl  local_address rem_address   st tx_queue rx_queue
+   0: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000
+   1: 0B07590A:1F40 FA07590A:B2C4 01 00000000:00000000 00:00000000 00000000
+   2: 0B07590A:1F40 FA07590A:B2C6 01 00000000:00000000 00:00000000 00000000
+   3: 0100007F:1F40 0100007F:9C40 01 00000000:00000000 00:00000000 00000000
+   4: 0B07590A:9A10 0207590A:18EB 01 00000000:00000000 00:00000000 00000000
+   5: 0B07590A:1F40 FA07590A:B2C8 06 00000000:00000000 00:00000000 00000000
+"""
+
+    class Done:
+        stdout = table
+
+    monkeypatch.setattr(smoke.subprocess, "run", lambda *a, **k: Done())
+    # Two from the proxy; not the listener, the health check, Redis or a closing one.
+    assert smoke.open_connections("cid") == 2
