@@ -423,6 +423,28 @@ def wait_ready(service: str, cid: str, timeout_s: float = 180) -> float:
 # Celery worker): printed relative to the SIGTERM, so a slow stop shows where its time went.
 STOP_LINES = ("Handling signal", "told to reconnect", "Worker exiting", "graceful timeout",
               "Shutting down", "warm shutdown", "Warm shutdown", "stopping")
+# What nginx logs when it passes a request on to another web container (docker/proxy/nginx.conf,
+# proxy_next_upstream), or gives up: counted over the rollout. (A 503 passed on is logged by
+# the web container that answered it: "Unavailable: stopping" in its stop timeline.)
+PROXY_LINES = {"refused": "Connection refused) while connecting to upstream",
+               "connect timed out": "timed out) while connecting to upstream",
+               "reset": "Connection reset by peer) while reading response header",
+               "closed early": "prematurely closed connection while reading response header",
+               "no route": "No route to host) while connecting to upstream",
+               "no live upstreams": "no live upstreams"}
+
+
+def now_rfc3339() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f"{now % 1:.3f}"[1:] + "Z"
+
+
+def proxy_log_counts(cid: str, since: str) -> dict[str, int]:
+    """How often the proxy logged each of PROXY_LINES since `since`."""
+    proc = subprocess.run(["docker", "logs", "--since", since, cid], capture_output=True,
+                          text=True)
+    text = proc.stdout + proc.stderr
+    return {name: text.count(line) for name, line in PROXY_LINES.items()}
 
 
 def stop_timeline(cid: str, since: str) -> list[str]:
@@ -438,6 +460,16 @@ def stop_timeline(cid: str, since: str) -> list[str]:
             at = _rfc3339(stamp)
             out.append(f"+{at - start:.1f}s {text.strip()[:110]}" if at and start else text)
     return out
+
+
+def summed(timeline: list[str], limit: int = 8) -> list[str]:
+    """A stop timeline to print: the 503s a stopping web container answered (each passed on
+    by the proxy to another container) as one count, then the first `limit` other lines."""
+    refused = [line for line in timeline if "Unavailable: stopping" in line]
+    rest = [line for line in timeline if "Unavailable: stopping" not in line]
+    return rest[:limit] + ([f"{len(refused)} requests answered 503 (stopping) between "
+                            f"{refused[0].split()[0]} and {refused[-1].split()[0]}"]
+                           if refused else [])
 
 
 def _rfc3339(stamp: str) -> float:
@@ -485,8 +517,7 @@ def stop_and_remove(service: str, cid: str) -> tuple[float, int, list[str]]:
     """What a deploy does to the container it replaces: SIGTERM, the service's grace period,
     then SIGKILL (`docker stop --time`); how long it took, its exit code and what it logged
     while it stopped (stop_timeline)."""
-    now = time.time()
-    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f"{now % 1:.3f}"[1:] + "Z"
+    since = now_rfc3339()
     t0 = time.monotonic()
     subprocess.run(["docker", "stop", "--time", str(GRACE_S[service]), cid], check=True,
                    capture_output=True)
@@ -530,6 +561,7 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
     in_flight: list[int] = []
     stops: list[tuple[str, float, int]] = []
     terms: list[tuple[str, float]] = []  # each SIGTERM: which container, when (from t0)
+    proxy, since = service_containers(env, "proxy")[0], now_rfc3339()
     t0 = time.monotonic()
     rollout_s = 0.0
     try:
@@ -562,7 +594,7 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
                     f"{code}, {busy} turns in flight at the SIGTERM"
                     + (f" ({held} connections from the proxy open on it)"
                        if service == "web" else ""))
-                for line in timeline[:8]:
+                for line in summed(timeline):
                     say(f"    {line}")
         rollout_s = time.monotonic() - t0
     finally:
@@ -584,6 +616,8 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
         f"{sum(t.reasks for t in turns)}; worst time to the final frame "
         f"{max((t.took for t in turns), default=0):.1f}s")
     say("  SIGTERMs: " + ", ".join(f"{name} at +{at:.1f}s" for name, at in terms))
+    say("  the proxy passed on or failed (its log over the rollout): " + ", ".join(
+        f"{name}: {n}" for name, n in proxy_log_counts(proxy, since).items()))
     errors = [t for t in turns if failed_turn(t.outcome) or t.outcome.startswith("error")]
     for t in errors[:20]:
         last = t.frames[-1] if t.frames else {}
