@@ -158,3 +158,26 @@ def test_connections_open_on_a_web_container_are_read_from_its_proc_net_tcp(
     monkeypatch.setattr(smoke.subprocess, "run", lambda *a, **k: Done())
     # Two from the proxy; not the listener, the health check, Redis or a closing one.
     assert smoke.open_connections("cid") == 2
+
+
+class ClosedOnSend(FakeSocket):
+    """A socket a stopping container closes with 1012 as soon as it opens."""
+
+    def send(self, text: str) -> None:
+        from websockets.exceptions import ConnectionClosedError
+        from websockets.frames import Close
+
+        raise ConnectionClosedError(Close(1012, "restart"), Close(1012, "restart"), True)
+
+
+def test_a_socket_closed_as_the_ask_is_sent_is_a_close_like_any_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The third run: a socket opened to a container that had just begun to stop raised from
+    # send(), a "client error" instead of the ask again.
+    second = FakeSocket(turn("An answer."))
+    t = run_turn(monkeypatch, FakeSocket([], code=1012), ClosedOnSend([]), second)
+    assert t.outcome == "complete" and t.reasks == 2 and t.closes == [1012, 1012]
+    resumed = FakeSocket([{"type": "token", "turn": "t1", "seq": 1, "text": "A"},
+                          {"type": "done", "turn": "t1", "seq": 2, "answer": "A"}])
+    t = run_turn(monkeypatch, FakeSocket(turn("A")[:1], code=1012), ClosedOnSend([]), resumed)
+    assert t.outcome == "complete (resumed)" and t.resumes == 2
