@@ -71,15 +71,19 @@ def stream_turn(base_url: str, app_token: str, message: str,
 
     When the server closes the socket because its process stops (close code 1012), a new
     socket resumes the turn after the last seq seen, at once (behind a proxy it reaches
-    another web process); each frame is yielded once.
+    another web process); each frame is yielded once. Closed with 1012 before the turn's
+    `accepted` frame, the question was never taken (the server sends a turn's `accepted`
+    before that close, web/routes/ws.py): it is asked again on the new socket.
     """
     deadline = time.monotonic() + timeout_s
-    first: dict[str, Any] = {"type": "ask", "message": message, "history": history or [],
-                             "project_id": project_id}
+    ask: dict[str, Any] = {"type": "ask", "message": message, "history": history or [],
+                           "project_id": project_id}
+    first = ask
+    retrying = False  # after a restart's close: the next socket is tried for a few seconds
     turn: str | None = None
     last = -1
     for _ in range(MAX_RESUMES + 1):
-        ws = _connect(base_url, app_token, headers, deadline, resuming=turn is not None)
+        ws = _connect(base_url, app_token, headers, deadline, retrying)
         try:
             ws.send(json.dumps(first))
             while time.monotonic() < deadline:
@@ -99,9 +103,11 @@ def stream_turn(base_url: str, app_token: str, message: str,
                     return
             raise ClientError("no answer in time")
         except ConnectionClosed:
-            if ws.close_reason != RESTART_CLOSE or turn is None:
+            if ws.close_reason != RESTART_CLOSE:
                 raise ClientError("the connection closed before the answer ended") from None
-            first = {"type": "resume", "turn": turn, "after": last}
+            retrying = True
+            # Not yet accepted: the question again; else the turn after the last seq seen.
+            first = ask if turn is None else {"type": "resume", "turn": turn, "after": last}
         finally:
             _close(ws)
     raise ClientError("the server kept restarting; the answer did not end")
@@ -116,10 +122,10 @@ def _close(ws: Any) -> None:
 
 
 def _connect(base_url: str, app_token: str, headers: dict[str, str] | None, deadline: float,
-             resuming: bool) -> Any:
-    """A ticketed socket; while resuming, retried for a few seconds (the restarting process
-    may be the only one behind base_url until its replacement listens)."""
-    give_up = min(deadline, time.monotonic() + 15) if resuming else 0.0
+             retrying: bool) -> Any:
+    """A ticketed socket; after a restart's close, retried for a few seconds (the restarting
+    process may be the only one behind base_url until its replacement listens)."""
+    give_up = min(deadline, time.monotonic() + 15) if retrying else 0.0
     while True:
         try:
             return Client.connect(ws_url(base_url, get_ticket(base_url, app_token)),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -42,19 +43,24 @@ QUESTIONS = ("How does the search work?", "What does the assistant send to the m
              "How are answers checked?")
 FAILURES: list[str] = []
 # Every smoke client reaches the web tier as one address (the Docker network's gateway, set as
-# X-Forwarded-For by the proxy), and six users ask hundreds of questions in minutes: the
+# X-Forwarded-For by the proxy), and sixteen users ask hundreds of questions in minutes: the
 # rollout's load would trip the per-address, per-user and global limits made for a real crowd
-# (the first run: 150 of 531 turns refused with 429 by the 60/hour per user). The smoke raises
-# them, on the web service only, with an override file.
+# (the first run: 150 of 531 turns refused with 429 by the 60/hour per user), and sixteen
+# turns at once the per-process cap of turns in flight. The smoke raises them, on the web
+# service only, with an override file.
 OVERRIDE = REPO / "var/docker/smoke-override.yaml"
 OVERRIDE_TEXT = """# Written by docker/smoke.py: the smoke's load is a few users at one address.
 services:
   web:
     environment:
-      ASSISTANT_CLIENT_REQUEST_LIMIT: 1000/minute
-      ASSISTANT_CLIENT_MESSAGE_LIMIT: 20000/hour
+      ASSISTANT_CLIENT_REQUEST_LIMIT: 10000/minute
+      ASSISTANT_CLIENT_MESSAGE_LIMIT: 100000/hour
       ASSISTANT_USER_MESSAGE_LIMIT: 5000/hour
-      ASSISTANT_GLOBAL_MESSAGE_LIMIT: 20000/hour
+      ASSISTANT_GLOBAL_MESSAGE_LIMIT: 100000/hour
+      # Sixteen turns at once can all land on one of a container's two processes (8 a
+      # process by default: the third run got three 429 "busy" this way, a capacity
+      # setting, not the rollout).
+      ASSISTANT_MAX_TURNS_PER_PROCESS: "32"
 """
 
 
@@ -99,8 +105,9 @@ def app_token(secret: str, user: str) -> str:
 
 
 def open_socket(token: str) -> ClientConnection:
+    t0 = time.monotonic()
     status, body = http("POST", "/api/v1/assistant/tickets", token)
-    assert status == 201, f"ticket refused: {status}"
+    assert status == 201, f"ticket refused: {status} after {time.monotonic() - t0:.1f}s"
     return connect(f"ws://127.0.0.1:{PORT}/api/v1/assistant/ws?ticket={body['ticket']}",
                    open_timeout=20, max_size=2**22)
 
@@ -211,12 +218,30 @@ def resume_across_webs(env: dict[str, str], secret: str) -> None:
 
 # --- the rolling upgrade (docs/operations.md) ----------------------------------------------------------
 
-ROLLOUT_CLIENTS = int(os.environ.get("SMOKE_ROLLOUT_CLIENTS", "6"))
+# Sixteen: on a quiet machine a turn takes a third of a second, and with six clients the web
+# containers' SIGTERMs found no socket open mid-turn on them (two runs): with sixteen a few are.
+ROLLOUT_CLIENTS = int(os.environ.get("SMOKE_ROLLOUT_CLIENTS", "16"))
 SILENT_S = 60.0  # no frame at all for this long is silence (pings come every 15 s in a turn)
 TURN_LIMIT_S = 210.0  # the answer limit (180 s) and a margin: no final frame by then is silent
 RECONNECT_S = 60.0  # how long a client whose socket dropped keeps trying to resume
 PAUSE_S = 0.5  # between one client's turns: a steady load, not a flood
-GRACE_S = {"worker": 190, "web": 15}  # compose's stop_grace_period of each service
+MAX_REASKS = 3  # a 1012 close before `accepted`: asked again, as the panel does
+
+
+def grace_periods(compose_text: str) -> dict[str, int]:
+    """Each service's stop_grace_period in docker/compose.yaml, in seconds (what `docker stop
+    --time` gets here, as docs/operations.md tells an operator)."""
+    out: dict[str, int] = {}
+    service = ""
+    for line in compose_text.splitlines():
+        if m := re.match(r"^  ([a-z][\w-]*):\s*$", line):
+            service = m.group(1)
+        elif m := re.match(r"^    stop_grace_period:\s*(\d+)s\s*$", line):
+            out[service] = int(m.group(1))
+    return out
+
+
+GRACE_S = grace_periods((REPO / "docker/compose.yaml").read_text(encoding="utf-8"))
 # SMOKE_BROKEN_ROLLOUT=1: a deliberately wrong web step (both web containers stopped before any
 # new one starts, for longer than a client keeps trying): the turns in flight are lost and the
 # smoke must fail.
@@ -235,6 +260,7 @@ class Turn:
     closes: list[int] = field(default_factory=list)
     resumes: int = 0
     refused: int = 0  # new sockets refused while resuming
+    reasks: int = 0  # asked again after a 1012 close before `accepted`
 
 
 def classify(frames: list[dict[str, Any]], resumes: int = 0) -> str:
@@ -266,7 +292,10 @@ class LoadClient(threading.Thread):
     """One person asking through the proxy without pause, as the panel does: a ticket and a
     socket per turn; a socket closed after the turn was accepted is replaced at once and the
     turn resumed after the last seq received (on whichever web container the proxy picks);
-    one closed before that ends the turn as a connection error, as the panel shows it."""
+    one closed with 1012 before that is replaced at once and the question asked again (the
+    server sends a turn's `accepted` before that close, so none was taken), up to MAX_REASKS
+    times; any other close before `accepted`, or a ticket or socket refused for the ask, ends
+    the turn as a connection error, as the panel shows it."""
 
     def __init__(self, i: int, secret: str, stop: threading.Event, turns: list[Turn],
                  lock: threading.Lock) -> None:
@@ -312,10 +341,16 @@ class LoadClient(threading.Thread):
             return
         assert ws is not None
         try:
-            ws.send(json.dumps({"type": "ask", "message": message}))
+            ask = json.dumps({"type": "ask", "message": message})
+            # The frame a new socket opens with (the ask, or a resume): a socket closed as it
+            # is sent (a stopping container) is a close like any other, as in the panel.
+            first: str | None = ask
             while True:
                 left = min(SILENT_S, deadline - time.monotonic())
                 try:
+                    if first is not None:
+                        ws.send(first)
+                        first = None
                     if left <= 0:
                         raise TimeoutError
                     raw = ws.recv(timeout=left)
@@ -326,6 +361,17 @@ class LoadClient(threading.Thread):
                     code = exc.rcvd.code if exc.rcvd is not None else 1006
                     turn.closes.append(code)
                     turn_id = next((f["turn"] for f in turn.frames if f.get("turn")), None)
+                    if turn_id is None and code == 1012 and turn.reasks < MAX_REASKS:
+                        try:
+                            ws = self.socket(deadline)
+                        except Exception as exc:  # noqa: BLE001 - as for the first ask
+                            turn.outcome = (f"error: no socket to ask again on after 1012 "
+                                            f"({type(exc).__name__}: {exc})")[:160]
+                            return
+                        assert ws is not None
+                        turn.reasks += 1
+                        first = ask
+                        continue
                     if turn_id is None:
                         turn.outcome = f"error: socket closed ({code}) before the turn was accepted"
                         return
@@ -336,7 +382,7 @@ class LoadClient(threading.Thread):
                     ws = new
                     turn.resumes += 1
                     after = max(f["seq"] for f in turn.frames if f.get("seq") is not None)
-                    ws.send(json.dumps({"type": "resume", "turn": turn_id, "after": after}))
+                    first = json.dumps({"type": "resume", "turn": turn_id, "after": after})
                     continue
                 frame = json.loads(raw)
                 if frame["type"] in ("ping", "pong"):
@@ -385,17 +431,114 @@ def wait_ready(service: str, cid: str, timeout_s: float = 180) -> float:
     raise SystemExit(f"the new {service} container {cid[:12]} was not ready in {timeout_s:.0f}s")
 
 
-def stop_and_remove(service: str, cid: str) -> tuple[float, int]:
+# What a stopping container logs, and when (gunicorn's master and workers, web/drain.py, the
+# Celery worker): printed relative to the SIGTERM, so a slow stop shows where its time went.
+STOP_LINES = ("Handling signal", "told to reconnect", "Worker exiting", "graceful timeout",
+              "Shutting down", "warm shutdown", "Warm shutdown", "stopping")
+# What nginx logs when it passes a request on to another web container (docker/proxy/nginx.conf,
+# proxy_next_upstream), or gives up: counted over the rollout. (A 503 passed on is logged by
+# the web container that answered it: "Unavailable: stopping" in its stop timeline.)
+PROXY_LINES = {"refused": "Connection refused) while connecting to upstream",
+               "connect timed out": "timed out) while connecting to upstream",
+               "reset": "Connection reset by peer) while reading response header",
+               "closed early": "prematurely closed connection while reading response header",
+               "no route": "No route to host) while connecting to upstream",
+               "no live upstreams": "no live upstreams"}
+
+
+def now_rfc3339() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f"{now % 1:.3f}"[1:] + "Z"
+
+
+def proxy_log_counts(cid: str, since: str) -> dict[str, int]:
+    """How often the proxy logged each of PROXY_LINES since `since`."""
+    proc = subprocess.run(["docker", "logs", "--since", since, cid], capture_output=True,
+                          text=True)
+    text = proc.stdout + proc.stderr
+    return {name: text.count(line) for name, line in PROXY_LINES.items()}
+
+
+def stop_timeline(cid: str, since: str) -> list[str]:
+    """The container's log lines of STOP_LINES from `since` (an RFC 3339 time), each as
+    "+seconds text" from then."""
+    proc = subprocess.run(["docker", "logs", "--timestamps", "--since", since, cid],
+                          capture_output=True, text=True)
+    start = _rfc3339(since)
+    out = []
+    for line in (proc.stdout + proc.stderr).splitlines():
+        stamp, _, text = line.partition(" ")
+        if any(k in text for k in STOP_LINES):
+            at = _rfc3339(stamp)
+            out.append(f"+{at - start:.1f}s {text.strip()[:110]}" if at and start else text)
+    return out
+
+
+def summed(timeline: list[str], limit: int = 8) -> list[str]:
+    """A stop timeline to print: the 503s a stopping web container answered (each passed on
+    by the proxy to another container) as one count, then the first `limit` other lines."""
+    refused = [line for line in timeline if "Unavailable: stopping" in line]
+    rest = [line for line in timeline if "Unavailable: stopping" not in line]
+    return rest[:limit] + ([f"{len(refused)} requests answered 503 (stopping) between "
+                            f"{refused[0].split()[0]} and {refused[-1].split()[0]}"]
+                           if refused else [])
+
+
+def _rfc3339(stamp: str) -> float:
+    """Seconds since the epoch of docker's RFC 3339 nanosecond time stamps (0 if not one)."""
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", stamp)
+    if not m:
+        return 0.0
+    import calendar
+    return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) + \
+        float("0" + (m.group(2) or ".0")[:10])
+
+
+def open_connections(cid: str) -> int:
+    """Connections the proxy holds open to a web container's port 8000 (its open sockets, and
+    any request it is serving): ESTABLISHED in the container's /proc/net/tcp, not loopback
+    (the health check)."""
+    proc = subprocess.run(["docker", "exec", cid, "cat", "/proc/net/tcp"], capture_output=True,
+                          text=True)
+    held = 0
+    for line in proc.stdout.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) > 3 and cols[1].endswith(":1F40") and cols[3] == "01" and \
+                not cols[1].startswith("0100007F"):
+            held += 1
+    return held
+
+
+def wait_for_turns(clients: list[LoadClient], service: str, cid: str,
+                   timeout_s: float = 20) -> tuple[int, int]:
+    """Until half the clients have a turn in flight and, for a web container, the proxy holds
+    a connection to it (a socket its SIGTERM must hand over), or `timeout_s`: a quick turn
+    (under a second on a quiet machine) is otherwise easily missed. The turns in flight and
+    the connections it holds."""
+    want = max(1, len(clients) // 2)
+    end = time.monotonic() + timeout_s
+    while True:
+        busy = sum(c.current is not None for c in clients)
+        held = open_connections(cid) if service == "web" and busy >= want else 0
+        if (busy >= want and (service != "web" or held > 0)) or time.monotonic() >= end:
+            return sum(c.current is not None for c in clients), held
+        time.sleep(0.05)
+
+
+def stop_and_remove(service: str, cid: str) -> tuple[float, int, list[str]]:
     """What a deploy does to the container it replaces: SIGTERM, the service's grace period,
-    then SIGKILL (`docker stop --time`); how long it took and its exit code."""
+    then SIGKILL (`docker stop --time`); how long it took, its exit code and what it logged
+    while it stopped (stop_timeline)."""
+    since = now_rfc3339()
     t0 = time.monotonic()
     subprocess.run(["docker", "stop", "--time", str(GRACE_S[service]), cid], check=True,
                    capture_output=True)
     took = time.monotonic() - t0
     code = int(subprocess.run(["docker", "inspect", "-f", "{{.State.ExitCode}}", cid],
                               capture_output=True, text=True).stdout.strip() or -1)
+    timeline = stop_timeline(cid, since)
     subprocess.run(["docker", "rm", cid], check=True, capture_output=True)
-    return took, code
+    return took, code, timeline
 
 
 def next_release_image(env: dict[str, str]) -> dict[str, str]:
@@ -429,6 +572,8 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
     time.sleep(3)  # every client has a turn running
     in_flight: list[int] = []
     stops: list[tuple[str, float, int]] = []
+    terms: list[tuple[str, float]] = []  # each SIGTERM: which container, when (from t0)
+    proxy, since = service_containers(env, "proxy")[0], now_rfc3339()
     t0 = time.monotonic()
     rollout_s = 0.0
     try:
@@ -436,7 +581,8 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
             if service == "web" and BROKEN:
                 in_flight.append(sum(c.current is not None for c in clients))
                 for cid in old["web"]:
-                    took, code = stop_and_remove("web", cid)
+                    terms.append((f"web {cid[:12]}", time.monotonic() - t0))
+                    took, code, _ = stop_and_remove("web", cid)
                     stops.append(("web", took, code))
                 say(f"  BROKEN step: both web containers stopped; new ones in "
                     f"{RECONNECT_S + 10:.0f}s")
@@ -448,14 +594,20 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
                 new = start_one_more(nxt, service)
                 ready = wait_ready(service, new)
                 if service == "web":
-                    time.sleep(6)  # the proxy re-reads the service's addresses every 5 s
-                in_flight.append(sum(c.current is not None for c in clients))
+                    time.sleep(2)  # the proxy re-reads the service's addresses every second
+                busy, held = wait_for_turns(clients, service, cid)
+                in_flight.append(busy)
                 term = time.monotonic() - t0
-                took, code = stop_and_remove(service, cid)
+                terms.append((f"{service} {cid[:12]}", term))
+                took, code, timeline = stop_and_remove(service, cid)
                 stops.append((service, took, code))
                 say(f"  {service} {cid[:12]} -> {new[:12]}: new one ready in {ready:.0f}s, "
-                    f"old one sent SIGTERM at +{term:.0f}s and stopped in {took:.1f}s, exit "
-                    f"{code}, {in_flight[-1]} turns in flight at the SIGTERM")
+                    f"old one sent SIGTERM at +{term:.1f}s and stopped in {took:.1f}s, exit "
+                    f"{code}, {busy} turns in flight at the SIGTERM"
+                    + (f" ({held} connections from the proxy open on it)"
+                       if service == "web" else ""))
+                for line in summed(timeline):
+                    say(f"    {line}")
         rollout_s = time.monotonic() - t0
     finally:
         stop.set()
@@ -472,16 +624,20 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
         + ", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items())))
     say(f"  sockets closed under a turn: {len(closes)} (codes {sorted(set(closes))}), resumed: "
         f"{sum(t.resumes for t in turns)}, new sockets refused while resuming: "
-        f"{sum(t.refused for t in turns)}; worst time to the final frame "
+        f"{sum(t.refused for t in turns)}, asked again after a 1012 before `accepted`: "
+        f"{sum(t.reasks for t in turns)}; worst time to the final frame "
         f"{max((t.took for t in turns), default=0):.1f}s")
+    say("  SIGTERMs: " + ", ".join(f"{name} at +{at:.1f}s" for name, at in terms))
+    say("  the proxy passed on or failed (its log over the rollout): " + ", ".join(
+        f"{name}: {n}" for name, n in proxy_log_counts(proxy, since).items()))
     errors = [t for t in turns if failed_turn(t.outcome) or t.outcome.startswith("error")]
-    for t in errors[:12]:
+    for t in errors[:20]:
         last = t.frames[-1] if t.frames else {}
-        say(f"  turn of client {t.client} asked at +{t.asked - t0:.0f}s, ended after "
-            f"{t.took:.1f}s: {t.outcome}; frames "
-            f"{[f.get('seq') for f in t.frames]}; last {str(last)[:200]}")
-    if len(errors) > 12:
-        say(f"  ... and {len(errors) - 12} more turns not complete")
+        say(f"  turn of client {t.client} asked at +{t.asked - t0:.1f}s "
+            f"({since_sigterm(t.asked - t0, terms)}), ended after {t.took:.1f}s: {t.outcome}; "
+            f"frames {[f.get('seq') for f in t.frames]}; last {str(last)[:160]}")
+    if len(errors) > 20:
+        say(f"  ... and {len(errors) - 20} more turns not complete")
     check(len(turns) >= ROLLOUT_CLIENTS and all(n > 0 for n in in_flight),
           f"turns were in flight at every SIGTERM ({in_flight})")
     check(all(code == 0 and took < GRACE_S[s] for s, took, code in stops),
@@ -498,6 +654,16 @@ def rolling_upgrade(env: dict[str, str], secret: str) -> None:
           "no turn lost its socket for good")
     check(not any(failed_turn(t.outcome) for t in turns),
           "every turn ended with a complete answer (or the time limit's 504 error frame)")
+
+
+def since_sigterm(at: float, terms: list[tuple[str, float]]) -> str:
+    """Where a moment of the rollout falls against its SIGTERMs: "3.2s after the SIGTERM of
+    web 0123…", or "before any SIGTERM"."""
+    before = [(name, t) for name, t in terms if t <= at]
+    if not before:
+        return "before any SIGTERM"
+    name, t = before[-1]
+    return f"{at - t:.1f}s after the SIGTERM of {name}"
 
 
 def memory_at_rest() -> None:

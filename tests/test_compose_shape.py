@@ -104,3 +104,49 @@ def test_postgres_never_trusts() -> None:
     initdb = entrypoint[entrypoint.index("initdb -D"):entrypoint.index(">/dev/null")]
     assert "trust" not in initdb, initdb
     assert "--auth-local=scram-sha-256" in initdb and "--auth-host=scram-sha-256" in initdb
+
+
+def test_a_web_container_has_time_to_stop_by_itself() -> None:
+    """compose's grace before SIGKILL outlasts gunicorn's graceful_timeout with room for the
+    processes to exit on a loaded host (a rollout once saw 15.5 s, SIGKILLed at 15 s)."""
+    conf = (DOCKER.parent / "web" / "gunicorn_conf.py").read_text(encoding="utf-8")
+    graceful = int(re.search(r"^graceful_timeout = (\d+)$", conf, re.M).group(1))  # type: ignore[union-attr]
+    grace = int(str(SERVICES["web"]["stop_grace_period"]).rstrip("s"))
+    assert grace >= graceful + 15, (grace, graceful)
+
+
+def test_the_rollout_in_the_docs_gives_each_service_its_grace_period() -> None:
+    """docs/operations.md's `docker stop --time` per service is compose's stop_grace_period."""
+    ops = (DOCKER.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    for service in ("worker", "web"):
+        told = re.findall(rf"--scale {service}=3 {service}\b.*?docker stop --time (\d+)", ops,
+                          re.S)
+        assert told and {int(t) for t in told} == {
+            int(str(SERVICES[service]["stop_grace_period"]).rstrip("s"))}, (service, told)
+
+
+def proxy_server(port: int) -> str:
+    """The nginx server block that listens on `port`."""
+    conf = (DOCKER / "proxy" / "nginx.conf").read_text(encoding="utf-8")
+    body = re.search(rf"server \{{\s*listen {port};(.*?)\n  \}}", conf, re.S)
+    assert body, port
+    return body.group(1)
+
+
+def test_the_proxy_passes_a_refused_or_vanished_request_to_another_web_container() -> None:
+    """A web container being replaced refuses, resets or (once gone) never answers a connect,
+    and answers a WebSocket upgrade with 503: nginx tries another container instead of
+    failing the ask (the first rollout smoke: 17 tickets unanswered in 10 s, a 502)."""
+    conf = (DOCKER / "proxy" / "nginx.conf").read_text(encoding="utf-8")
+    valid = re.search(r"resolver 127\.0\.0\.11 valid=(\d+)s", conf)
+    assert valid and int(valid.group(1)) <= 2, "a removed container leaves the upstream soon"
+    web = proxy_server(8000)
+    connect = re.search(r"proxy_connect_timeout (\d+)s;", web)
+    assert connect and int(connect.group(1)) <= 3, "nginx's default connect wait is 60 s"
+    nexts = re.findall(r"proxy_next_upstream ([^;]+);", web)
+    assert nexts and all({"error", "timeout", "http_502", "http_503"} <= set(n.split())
+                         for n in nexts), nexts
+    # Only a ticket, whose repeat is harmless, is passed on after its POST reached a container.
+    tickets = re.search(r"location = /api/v1/assistant/tickets \{(.*?)\}", web, re.S)
+    assert tickets and "non_idempotent" in tickets.group(1)
+    assert web.count("non_idempotent") == 1

@@ -230,6 +230,41 @@ test("a drop before the turn was accepted ends it as a connection error", async 
   assert.equal(timers.pending.length, 0);
 });
 
+test("a restart's close (1012) before the turn was accepted asks again at once, a few times",
+  async () => {
+    // The server sends a turn's accepted frame before it closes with 1012 (web/routes/ws.py),
+    // so a 1012 without one means the question was never taken: asked again, not failed.
+    const {link, got, timers, socket} = setup();
+    link.start(ASK);
+    await tick();
+    socket(0).open();
+    socket(0).closeWith(RESTART_CLOSE);
+    await tick();
+    await tick();
+    assert.deepEqual(got.failed, []);
+    assert.equal(timers.pending.length, 0, "no pause");
+    assert.equal(got.reconnecting, 0, "nothing was shown as running yet");
+    socket(1).open();
+    assert.deepEqual(socket(1).sent, [ASK]);
+    socket(1).frame(f(0, "accepted"));
+    socket(1).frame(f(1, "done", {answer: "x"}));
+    assert.deepEqual(got.frames.map((x) => x.seq), [0, 1]);
+    // A server that keeps closing before accepting: the turn fails after a few asks.
+    const again = setup();
+    again.link.start(ASK);
+    for (let i = 0; ; i++) {
+      await tick();
+      await tick();
+      if (again.got.failed.length) break;
+      assert.ok(i < 10, "gives up");
+      again.socket(i).open();
+      assert.deepEqual(again.socket(i).sent, [ASK]);
+      again.socket(i).closeWith(RESTART_CLOSE);
+    }
+    assert.deepEqual(again.got.failed, [{code: 0, local: "error.connection"}]);
+    assert.equal(FakeSocket.all.length, 4, "the ask and three more");
+  });
+
 test("a refused ticket ends the turn with its reason; a failed one is a drop", async () => {
   const refusal = Object.assign(new Error("Please wait."), {code: 429, retryAfter: 12,
     retryable: false});

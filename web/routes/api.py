@@ -12,6 +12,7 @@ from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET
 from shared.errors import BadRequest, NotFound, Unauthorized, Unavailable
 from shared.redis_client import redis_client
+from web import drain
 from web.auth import bearer_token, check_origin, json_body, settings, verify
 from web.guard import current_client, limiter, preferred_lang, trusted_health_caller
 from web.health import cached_health
@@ -224,5 +225,8 @@ def dev_login() -> tuple[Response, int]:
 
 @bp.get("/api/v1/ping")
 def ping() -> tuple[Response, int]:
-    """Liveness of this web process alone (no dependencies)."""
+    """This web process alone (no dependencies): 200 while it takes new work, 503 once it is
+    stopping (SIGTERM, web/drain.py), so a health check or a balancer stops sending it any."""
+    if drain.draining.is_set():
+        return jsonify({"ok": False, "stopping": True}), 503
     return jsonify({"ok": True}), 200

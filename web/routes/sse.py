@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
+import redis
 from flask import Blueprint, Response, request, stream_with_context
 
 from shared import frame_types
@@ -49,6 +50,14 @@ def stream(relay: Relay, sub: Subscription, follower: TurnFollower,
             yield sse_event(f)
         while not follower.done:
             if drain.draining.is_set():
+                # What the log has first (the `accepted` of a turn just asked here, at least):
+                # the client then knows the turn it resumes elsewhere.
+                try:
+                    late = follower.catch_up()
+                except redis.RedisError:
+                    late = []
+                for f in late:
+                    yield sse_event(f)
                 yield RECONNECT_EVENT
                 return
             try:

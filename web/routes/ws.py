@@ -172,6 +172,7 @@ class Session:
                     return
                 if kind == "drain":
                     # This process is stopping: the client resumes elsewhere, at once.
+                    self.flush_before_restart()
                     self.ws.close(drain.RESTART_CLOSE, drain.RESTART_REASON)
                     return
                 self.renew_place()
@@ -232,6 +233,18 @@ class Session:
             ref: Any = frame.get("turn") if isinstance(frame, dict) and frame.get(
                 "type") != "ask" else None
             self.send(frame_types.error_of(exc, ref if isinstance(ref, str) else None))
+
+    def flush_before_restart(self) -> None:
+        """Before the 1012 close: the current turn's frames logged so far, its `accepted`
+        at least. So a client closed with 1012 knows every turn this socket started, and one
+        closed before any `accepted` knows its ask was never taken and asks again elsewhere
+        (assistant_cli/client.py, the panel): no turn runs unseen, none runs twice."""
+        if self.follower is None or self.follower.done:
+            return
+        try:
+            self.relay_frames(self.follower.catch_up())
+        except (redis.RedisError, ConnectionClosed):
+            pass  # the client resumes from what it has, or learns nothing: as before
 
     def ensure_idle(self) -> None:
         """One turn at a time per socket."""

@@ -23,6 +23,10 @@
   // The server process is stopping (a deploy): resume at once on another one, no back-off.
   // Over WebSockets the close code (1012, "service restart"); over SSE a `reconnect` event.
   const RESTART_CLOSE = 1012;
+  // Closed for a restart before the turn's `accepted` frame: the server had not taken the
+  // question (it sends a turn's `accepted` before that close), so it is asked again at once on
+  // a new connection, at most this many times.
+  const MAX_REASKS = 3;
 
   // The text/event-stream format, fed in pieces as they arrive: calls onEvent({id, event, data})
   // for each complete event; comments (": ...") and keep-alive lines carry nothing.
@@ -91,7 +95,7 @@
   //                         {code: 0, local: "error.connection" | "error.lost"}; the turn ends.
   //                         Before the turn was accepted every failure ends it (nothing to
   //                         resume): a refusal with its code, a network failure as
-  //                         error.connection.
+  //                         error.connection; only a restart's close asks again first.
   class Transport {
     constructor(env, on) {
       this.env = env;
@@ -109,6 +113,7 @@
       this.lastSeq = -1;
       this.tries = 0;
       this.resumes = 0;
+      this.reasks = 0;
       this.ws = null;
       this.stream = null;  // the SSE request's AbortController
       this.closed = false;
@@ -288,10 +293,16 @@
 
     // The connection closed before the terminal frame: a new one, resuming after the last seq,
     // after the back-off's pause; at once when the server said it is restarting. Given up only
-    // when the drop is older than the server's replay log.
+    // when the drop is older than the server's replay log. Before the turn was accepted only a
+    // restart's close is tried again (the ask, MAX_REASKS times); any other drop ends it.
     dropped(restart) {
       if (this.closed) return;
       if (!this.turnId) {
+        if (restart && this.reasks < MAX_REASKS) {
+          this.reasks++;
+          this.connect();  // firstFrame() is the ask again
+          return;
+        }
         this.on.failed({code: 0, local: "error.connection"});
         return;
       }
