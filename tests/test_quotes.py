@@ -259,3 +259,19 @@ def test_the_same_quotes_for_another_question_are_no_copy() -> None:
     assert run_checks(answer.text, quoted, req, None, True)["repeat"]["valid"] is False
     assert run_checks(answer.text, quoted, req, None, True,
                       written_in_code=True)["repeat"]["valid"] is True
+
+
+def test_an_i_dont_know_naming_sections_with_numbers_passes_the_number_check() -> None:
+    """The nearest sections an "I don't know" names are the index's own headings and texts
+    (a locale group named by its first texts: "Platí 15 minut"); their numbers are grounded."""
+    passages = [_p("a", METHOD, "# Doc > ## Step 4: the maximum error"),
+                _p("b", "“__Host-access_token vás udržuje přihlášené. Platí 15 minut.”",
+                   "cookies.items", lang="cs",
+                   source="frontend/src/i18n/locales/cs/privacy.json")]
+    for lang in ("en", "cs"):
+        answer = compose([], passages, lang)
+        assert answer.outcome == "dont_know" and answer.named
+        checks = run_checks(answer.text, Retrieval(answer.passages, "v", "q"),
+                            _request("Jak dlouho se vaří vajíčko natvrdo?"), None, True,
+                            written_in_code=True, named=answer.named)
+        assert checks["numbers"]["valid"], (answer.text, checks["numbers"])

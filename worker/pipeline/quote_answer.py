@@ -60,6 +60,9 @@ class QuotesAnswer:
     clarifying_question: str | None = None
     nearest: tuple[dict[str, Any], ...] = ()
     lead: tuple[str, ...] = field(default=())
+    # The names of the sections an "I don't know" offers, as written: the index's own
+    # headings and texts, so they ground the numbers they hold (run_checks' `named`).
+    named: tuple[str, ...] = ()
 
     def structured(self, lead_in: str) -> dict[str, Any]:
         """The block the structured form's done frame carries, plus the form's own fields."""
@@ -120,8 +123,11 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                          "source": p.source, "ask": _ask(w, heading(p))}
                         for p in _distinct_sections(passages)[:MAX_NEAREST])
         body = [*lead] if lead else [w["dont_know"], question]
+        named = tuple(dict.fromkeys([*names, *(n[k] for n in nearest
+                                               for k in ("title", "section"))]))
         return QuotesAnswer("\n\n".join(body), "answer" if lead else "dont_know", (), (),
-                            None if lead else question, () if lead else nearest, tuple(lead))
+                            None if lead else question, () if lead else nearest, tuple(lead),
+                            () if lead else named)
     quoted: list[Passage] = []
     sections: list[tuple[str, str]] = []  # numbered once each: [n] names a section
     quotes: list[dict[str, Any]] = []

@@ -219,21 +219,23 @@ def _finish_quotes(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: T
         emit.token(piece if s.show_sources else strip_markers(piece))
     _conclude(req, deps, emit, trace, lang, said.retrieval, project,
               _Answer(said.answer.text, first_ms), {"structured": said.structured}, extra,
-              said.answer.quotes, said.structured["sources"])
+              said.answer.quotes, said.structured["sources"], said.answer.named)
 
 
 def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
               retrieval: Retrieval, project: ProjectBlock | None, answer: _Answer,
               form: dict[str, Any], extra: dict[str, Any],
               quotes: Sequence[dict[str, Any]] | None = None,
-              paths: Sequence[dict[str, Any]] | None = None) -> None:
+              paths: Sequence[dict[str, Any]] | None = None,
+              named: Sequence[str] = ()) -> None:
     """Checks and the done frame, the same for every form: `retrieval` holds the passages the
-    answer's [n] point at; `quotes` and `paths` the verdicts on its quotes and source paths."""
+    answer's [n] point at; `quotes` and `paths` the verdicts on its quotes and source paths;
+    `named` the section names an "I don't know" written in code offers (see run_checks)."""
     s = deps.settings
     try:
         with emit.step("checks") as d:
             checks = run_checks(answer.text, retrieval, req, project, s.show_sources,
-                                s.effective_answer_form == "quotes", quotes, paths)
+                                s.effective_answer_form == "quotes", quotes, paths, named)
             d.update({f"{name}_valid": checks[name]["valid"] for name in ALWAYS_CHECKS})
     except TurnClosed:
         raise
@@ -379,7 +381,8 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
                project: ProjectBlock | None, show_sources: bool,
                written_in_code: bool = False,
                quotes: Sequence[dict[str, Any]] | None = None,
-               paths: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+               paths: Sequence[dict[str, Any]] | None = None,
+               named: Sequence[str] = ()) -> dict[str, Any]:
     """Every check of shared/checks.py that applies (docs/spec/behaviour.md B-24, B-25); flags
     only, the answer is
     never changed.
@@ -391,8 +394,10 @@ def run_checks(answer: str, retrieval: Retrieval, req: TurnRequest,
     # earlier answer would let any number "confirm" itself, and the client writes the whole
     # history.
     history = trim_history(req.history)
+    # `named`: the sections an "I don't know" offers, named in code from the index's own
+    # headings and texts ("Step 4: ...", a locale group's "Platí 15 minut"): documentation.
     grounding = [p.text for p in retrieval.passages] + [req.message] + [
-        m.content for m in history if m.role == "user"]
+        m.content for m in history if m.role == "user"] + list(named)
     if project is not None:
         grounding += list(project.grounding)
     preface, data = split_project(project.text) if project is not None else ("", "")
