@@ -96,3 +96,21 @@ def test_figures_cross_the_turn_request_and_old_blocks_still_read() -> None:
     old = TurnRequest(turn="t", user="u", message="m", language="en", mode="workflow",
                       project=ProjectBlock("text", ("1",), 3.0))
     assert "figures" not in old.dumps() and TurnRequest.loads(old.dumps()) == old
+
+
+def test_the_likert_verdict_is_said_only_where_the_app_shows_one() -> None:
+    """The app stores a Likert verdict for every 0-100 project, but only an empty unit makes
+    a scale Likert (docs/user/running-a-decision.md in the corpus): a budget in kCZK or a
+    share in percent gets no "agreement scale" line; an agreement question gets it, in
+    Czech in the app's Czech words."""
+    verdict = dataclasses.replace(FIGURES, scale_min=0.0, scale_max=100.0, likert_value=50.0,
+                                  likert_decision="Neutral")
+    for unit in ("kCZK", "%"):
+        lines = summary_lines(dataclasses.replace(verdict, unit=unit), "en", "Result?")
+        assert not any("agreement scale" in line for line in lines), lines
+    likert = dataclasses.replace(verdict, unit="", likert_value=75.0,
+                                 likert_decision="Rather agree")
+    assert any("reads this as “Rather agree”" in line
+               for line in summary_lines(likert, "en", "Result?"))
+    assert any("čte jako „Spíše souhlasím“" in line
+               for line in summary_lines(likert, "cs", "Výsledek?"))

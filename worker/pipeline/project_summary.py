@@ -25,6 +25,11 @@ def _unit(figures: ProjectFigures) -> str:
     return f" {figures.unit}" if figures.unit else ""
 
 
+# The app's Czech words for its five Likert points (its cs locale, about.json).
+LIKERT_CS = {0.0: "Rozhodně nesouhlasím", 25.0: "Spíše nesouhlasím", 50.0: "Neutrální",
+             75.0: "Spíše souhlasím", 100.0: "Rozhodně souhlasím"}
+
+
 def summary_lines(figures: ProjectFigures, lang: str, question: str = "") -> list[str]:
     """The summary's paragraphs (English unless the question is Czech)."""
     cs = lang == "cs"
@@ -71,10 +76,16 @@ def summary_lines(figures: ProjectFigures, lang: str, question: str = "") -> lis
             f"{n(far.distance)}{unit} od těžiště kompromisu." if cs else
             f"The opinion farthest from the compromise is the one entered by {far.name}: its "
             f"centroid lies {n(far.distance)}{unit} from the compromise's.")
-    if figures.likert_decision:
-        lines.append(f"Na škále souhlasu to aplikace čte jako „{figures.likert_decision}“." if cs
-                     else f"On the agreement scale the app reads this as "
-                          f"“{figures.likert_decision}”.")
+    # The app stores a verdict for every 0-100 project, but shows it only where the unit is
+    # empty: "Only an empty unit makes a scale Likert" (the corpus's
+    # docs/user/running-a-decision.md); a budget or a share in percent is no agreement question.
+    if figures.likert_decision and not figures.unit.strip():
+        verdict = figures.likert_decision
+        if cs:
+            verdict = LIKERT_CS.get(figures.likert_value, verdict) \
+                if figures.likert_value is not None else verdict
+        lines.append(f"Na škále souhlasu to aplikace čte jako „{verdict}“." if cs
+                     else f"On the agreement scale the app reads this as “{verdict}”.")
     if figures.origin == "computed":
         lines.append("Aplikace pro tento projekt nemá uložený výsledek; čísla jsou přepočtená "
                      "z názorů podle vzorců BeCoMe." if cs else
