@@ -17,3 +17,13 @@ test("a space-separated list is a citation, a space-grouped number is not", () =
   assert.equal(stripCitations("Lists [1, 2] and [Zdroj 2] go"), "Lists and go");
   assert.equal(stripCitations("A triple [6, 8, 11] stays"), "A triple [6, 8, 11] stays");
 });
+
+test("a heading keeps underscores inside words; emphasis marks around words go", () => {
+  const {plainHeading} = window.BecomeAssistantRender;
+  assert.equal(plainHeading("“__Host-access_token vás udržuje přihlášené. Platí 15 minut.”, …"),
+    "“__Host-access_token vás udržuje přihlášené. Platí 15 minut.”, …");
+  assert.equal(plainHeading("## The **maximum** error and _why_ it_matters"),
+    "The maximum error and why it_matters");
+  assert.equal(plainHeading("ASSISTANT_RATE_LIMIT_PER_HOUR limits"),
+    "ASSISTANT_RATE_LIMIT_PER_HOUR limits");
+});

@@ -121,7 +121,9 @@
   // A heading as plain text: no heading marks, backticks, emphasis or link syntax.
   function plainHeading(text) {
     return String(text || "").replace(/^#+\s*/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .replace(/`+/g, "").replace(/(\*\*|__|\*|_)(\S(?:.*?\S)?)\1/g, "$2")
+      .replace(/`+/g, "").replace(/(\*\*|\*)(\S(?:.*?\S)?)\1/g, "$2")
+      // Underscores mark emphasis only at a word's edge: "access_token" keeps its own.
+      .replace(/(^|[^\w])(__|_)([^\s_](?:.*?[^\s_])?)\2(?!\w)/g, "$1$3")
       .replace(/\s+/g, " ").trim();
   }
 
