@@ -11,6 +11,21 @@ from shared.config import get_settings
 from shared.errors import ConfigError
 
 
+def report_path(out: str | None) -> Path | None:
+    """Where the JSON report goes, its folder made now: a bad --out fails before the run, with
+    a plain message, not after minutes of ranking with a traceback."""
+    if not out:
+        return None
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot make its folder ({exc.strerror})") from None
+    if path.is_dir():
+        raise ConfigError(f"--out {out} is a folder; name a file, e.g. {path / 'report.json'}")
+    return path
+
+
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     """Score retrieval on a question file; optionally compare two settings by bootstrap.
 
@@ -22,6 +37,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from worker import evaluation
 
     settings = get_settings()
+    target = report_path(args.out)
     questions = evaluation.load_questions(args.questions)
     turn_how = evaluation.turn_translation(settings)
 
@@ -76,9 +92,12 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 print(f"{b['name']} - {a['name']} {scope:<3} {metric}: "
                       f"{c['mean_diff']:+.3f}  90% [{c['ci90'][0]:+.3f}, {c['ci90'][1]:+.3f}]  "
                       f"95% [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]  -> {verdict}")
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
-                                  encoding="utf-8")
+    if target is not None:
+        try:
+            target.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
+                              encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--out {args.out}: cannot write it ({exc.strerror})") from None
         print(f"report: {args.out}")
     return 0
 
