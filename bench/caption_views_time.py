@@ -31,20 +31,30 @@ def main() -> None:
     """Print p50 / p95 of rank() per language, with and without the views."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--against", default="hybrid-v3",
+                    help="the preset to compare with (hybrid-v4: the default without question "
+                         "views)")
+    ap.add_argument("--translations", default="var/sweep/translations-twins.json",
+                    help="cached translations: the sweep's ({question: {en: ...}}) or "
+                         "bench.quotes_eval's var/quotes-eval-translations.json "
+                         "({question: translation})")
     args = ap.parse_args()
     s = get_settings()
     cache_query_vectors()
-    cache = json.loads(Path("var/sweep/translations-twins.json").read_text())
+    cache = {q: t if isinstance(t, str) else t["en"] for q, t in
+             json.loads(Path(args.translations).read_text()).items()}
     questions = [q for path in SETS.values() for q in ev.load_questions(path)
                  if q.expected_source]
-    configs = {"default": RetrievalConfig(), "hybrid-v3": PRESETS["hybrid-v3"]}
+    configs = {"default": RetrievalConfig(), args.against: PRESETS[args.against]}
     times: dict[tuple[str, str], list[float]] = {}
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         for warm in (True, False):
             for _ in range(1 if warm else args.repeat):
                 for q in questions:
                     lang = ev.detect_language(q.question)
-                    query = cache[q.question]["en"] if lang == "cs" else q.question
+                    if lang == "cs" and q.question not in cache:
+                        continue  # no cached translation: not timed (the model is not)
+                    query = cache[q.question] if lang == "cs" else q.question
                     for name, config in configs.items():
                         t0 = time.perf_counter()
                         rank(conn, s, config, query, q.question, language=lang)
