@@ -35,7 +35,6 @@ from worker.pipeline.quotes import (
     decision,
     known,
     rank_spans,
-    stems_of,
 )
 from worker.pipeline.retrieve import RetrievalConfig, rank
 from worker.pipeline.rewrite import translate_fewshot
@@ -125,10 +124,9 @@ def collect(which: str, top_k: int, translate: bool = True,
             ms = (time.perf_counter() - t0) * 1000
             # The best question-view similarity of the passages coverage reads (0 without
             # question views in the index): Weights.question's signal.
-            views = corpus_store.question_similarity(
-                conn, vectors(asked, "query"), [p.id for p in passages[:COVERED]])
             per = corpus_store.question_similarities(conn, vectors(asked, "query"),
                                                      [p.id for p in passages])
+            views = max((per.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
             out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
                         "pvecs": pvecs, "views": views,
                         "per_views": [per.get(p.id, 0.0) for p in passages],
@@ -158,15 +156,6 @@ def _translated(s, question: str) -> str:
     return str(cache[question])
 
 
-_STEMS: dict[int, frozenset[str]] = {}
-
-
-def _stems(lexical) -> frozenset[str]:
-    if id(lexical) not in _STEMS:
-        _STEMS[id(lexical)] = stems_of(lexical.bm25.idf)
-    return _STEMS[id(lexical)]
-
-
 def _idf(lexical):
     idf = lexical.bm25.idf
     return lambda t: float(idf.get(t, 0.0))
@@ -180,11 +169,10 @@ def score(rows: list[dict], weights: Weights) -> dict:
         cands = rank_spans(r["asked"], r["passages"], r["spans"], r["vectors"],
                            _idf(r["lexical"]), weights, english=english,
                            passage_vectors=r["pvecs"], views=r["per_views"])
-        vmax = max(r["lexical"].bm25.idf.values())
+        vmax = r["lexical"].idf_max
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)
-        vmax = max(r["lexical"].bm25.idf.values())
-        r["known"] = known(r["q"]["question"], _stems(r["lexical"]), _idf(r["lexical"]), vmax)
+        r["known"] = known(r["q"]["question"], r["lexical"].stems, _idf(r["lexical"]), vmax)
         chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english,
                         asked=r["views"], familiar=r["known"])
         q = r["q"]

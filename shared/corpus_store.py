@@ -163,17 +163,7 @@ def question_similarity(conn: psycopg.Connection, vectors: list[list[float]],
                         ids: list[str]) -> float:
     """The best cosine similarity of any of `vectors` with a question view (any language)
     of the passages `ids`; 0 for an index without question views."""
-    if not ids or not vectors or not _exists(conn, QUESTIONS_TABLE):
-        return 0.0
-    best = 0.0
-    for vector in vectors:
-        row = conn.execute(
-            f"SELECT max(1 - (embedding <=> %(v)s)) FROM {QUESTIONS_TABLE} "
-            "WHERE id = ANY(%(ids)s)",
-            {"v": np.asarray(vector, dtype=np.float32), "ids": ids}).fetchone()
-        if row and row[0] is not None:
-            best = max(best, float(row[0]))
-    return best
+    return max(question_similarities(conn, vectors, ids).values(), default=0.0)
 
 
 def question_similarities(conn: psycopg.Connection, vectors: list[list[float]],

@@ -7,7 +7,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import psycopg
@@ -20,6 +20,7 @@ TOKEN = re.compile(r"\w+", re.UNICODE)
 # Where an identifier's words meet: an underscore, or a lower-case letter or digit followed by
 # a capital (snake_case, camelCase, ASSISTANT_CAPTIONS_FILE).
 IDENTIFIER_PARTS = re.compile(r"_|(?<=[a-z0-9])(?=[A-Z])")
+STEM = 5  # characters a word and its inflected forms share (Czech cases, English plurals)
 
 
 def fold(text: str) -> str:
@@ -109,6 +110,16 @@ class LexicalIndex:
     langs: np.ndarray
     by_id: dict[str, Passage]
     postings: Postings
+
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        """The first STEM letters of every indexed word of 3 letters or more, once per index."""
+        return frozenset(t[:STEM] for t in self.bm25.idf if len(t) >= 3)
+
+    @cached_property
+    def idf_max(self) -> float:
+        """The rarest indexed word's idf (a word the corpus never uses weighs as much)."""
+        return max(self.bm25.idf.values(), default=1.0)
 
     def top(self, query: str, k: int, lang: str | None = None) -> list[tuple[str, float]]:
         """Best k passage ids for the query by BM25 (optionally one language), with scores."""

@@ -81,9 +81,8 @@ def summary_lines(figures: ProjectFigures, lang: str, question: str = "") -> lis
     # docs/user/running-a-decision.md); a budget or a share in percent is no agreement question.
     if figures.likert_decision and not figures.unit.strip():
         verdict = figures.likert_decision
-        if cs:
-            verdict = LIKERT_CS.get(figures.likert_value, verdict) \
-                if figures.likert_value is not None else verdict
+        if cs and figures.likert_value is not None:
+            verdict = LIKERT_CS.get(figures.likert_value, verdict)
         lines.append(f"Na škále souhlasu to aplikace čte jako „{verdict}“." if cs
                      else f"On the agreement scale the app reads this as “{verdict}”.")
     if figures.origin == "computed":

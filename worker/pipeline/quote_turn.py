@@ -25,7 +25,6 @@ from worker.pipeline.quotes import (
     rank_spans,
     ranks_by_question_views,
     reads_vocabulary,
-    stems_of,
     uses_question_views,
 )
 from worker.pipeline.retrieve import RetrievalConfig
@@ -37,18 +36,7 @@ from worker.pipeline.vectors import cached_vectors
 QUOTE_PASSAGES = 5
 
 
-_STEMS: dict[int, tuple[Any, frozenset[str]]] = {}
 
-
-def _vocabulary(lexical: Any) -> frozenset[str]:
-    """The stems of the corpus's indexed words, once per lexical index (which is cached too;
-    the entry holds its BM25 model, so the id is not reused while it is here)."""
-    key = id(lexical.bm25)
-    if key not in _STEMS:
-        if len(_STEMS) >= 4:
-            _STEMS.pop(next(iter(_STEMS)))
-        _STEMS[key] = (lexical.bm25, stems_of(lexical.bm25.idf))
-    return _STEMS[key][1]
 @dataclass(frozen=True)
 class Said:
     """What the quotes step wrote: the answer and the done frame's structured block."""
@@ -73,26 +61,21 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     passages = list(retrieval.passages)
     spans = passage_spans(passages, lexical)
     english = lang != "cs"
-    # Each passage's best question-view similarity, when the span ranking reads it.
-    views = None
-    if ranks_by_question_views(WEIGHTS, english):
-        best = corpus_store.question_similarities(
+    # The best similarity of the question (and its translation) with a question each passage
+    # answers (question views): a prior of its spans, and for the decision the best among the
+    # passages coverage reads; looked up only when either reads it.
+    views: dict[str, float] = {}
+    if ranks_by_question_views(WEIGHTS, english) or uses_question_views(WEIGHTS, english):
+        views = corpus_store.question_similarities(
             conn, cached_vectors(settings, list(questions), "query", conn),
             [p.id for p in passages])
-        views = [best.get(p.id, 0.0) for p in passages]
     ranked = rank_spans(questions, passages, spans,
                         lambda texts, kind: cached_vectors(settings, texts, kind, conn), idf,
-                        english=english, views=views)
-    covered = coverage(questions, passages[:COVERED], idf, max(idf_table.values(), default=1),
-                       "max" if lang != "cs" else WEIGHTS.coverage_mix_other)
-    # The best similarity of the question (and its translation) with a question one of the
-    # passages answers (question views; only when the decision reads it).
-    asked = corpus_store.question_similarity(
-        conn, cached_vectors(settings, list(questions), "query", conn),
-        [p.id for p in passages[:COVERED]]) \
-        if uses_question_views(WEIGHTS, lang != "cs") else 0.0
-    familiar = known(questions[0], _vocabulary(lexical), idf,
-                     max(idf_table.values(), default=1)) \
+                        english=english, views=[views.get(p.id, 0.0) for p in passages])
+    covered = coverage(questions, passages[:COVERED], idf, lexical.idf_max,
+                       "max" if english else WEIGHTS.coverage_mix_other)
+    asked = max((views.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
+    familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
         if reads_vocabulary(WEIGHTS, english) else 0.0
     chosen = choose(ranked, passages, spans, covered, english=english, asked=asked,
                     familiar=familiar)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from shared.passage import Passage
 from shared.spans import Span, embed_text, span_context
-from worker.pipeline.bm25 import tokenize
+from worker.pipeline.bm25 import STEM, tokenize
 from worker.pipeline.weak import is_weak
 
 # Vectors of texts as "query" or "passage" (the embeddings role, batched by the caller).
@@ -308,9 +308,6 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
     return chosen
 
 
-STEM = 5  # characters a word and its inflected forms share (Czech cases, English plurals)
-
-
 def _stems(text: str) -> set[str]:
     return {t[:STEM] for t in tokenize(text, split=True) if len(t) >= 3}
 
@@ -325,13 +322,7 @@ def coverage(questions: Sequence[str], passages: Sequence[Passage],
     for p in passages:
         # What search sees: the caption names the passage's subject in other words too.
         have |= _stems(p.index_text) | _stems(p.section)
-    shares = []
-    for q in questions:
-        words = {t for t in tokenize(q, split=True) if len(t) >= 3}
-        weights = {t: idf(t) if idf(t) > 0 else vocabulary_max for t in words}
-        total = sum(weights.values())
-        shares.append(sum(w for t, w in weights.items() if t[:STEM] in have) / total
-                      if total > 0 else 0.0)
+    shares = [known(q, have, idf, vocabulary_max) for q in questions]
     if not shares:
         return 0.0
     if mix == "mean":
@@ -342,18 +333,13 @@ def coverage(questions: Sequence[str], passages: Sequence[Passage],
 COVERED = 3  # coverage reads the best this many passages
 
 
-def known(question: str, vocabulary: Collection[str], idf: Callable[[str], float],
+def known(question: str, stems: Collection[str], idf: Callable[[str], float],
           vocabulary_max: float) -> float:
-    """How much of the question, as asked, the corpus knows at all: the idf-weighted share of
-    its words whose first STEM letters some indexed word of the corpus begins with
-    (`vocabulary`: those stems, see stems_of); a word the corpus never uses weighs as the
-    rarest word does."""
+    """The idf-weighted share of the question's words whose first STEM letters are in `stems`
+    (a word the corpus never uses weighs as the rarest word does): of the passages' words,
+    coverage; of the whole corpus's (LexicalIndex.stems), how much of the question the corpus
+    knows at all (Weights.vocabulary)."""
     words = {t for t in tokenize(question, split=True) if len(t) >= 3}
     weights = {t: idf(t) if idf(t) > 0 else vocabulary_max for t in words}
     total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t[:STEM] in vocabulary) / total if total else 0.0
-
-
-def stems_of(terms: Iterable[str]) -> frozenset[str]:
-    """The STEM-letter beginnings of the corpus's indexed words (known reads them)."""
-    return frozenset(t[:STEM] for t in terms if len(t) >= 3)
+    return sum(w for t, w in weights.items() if t[:STEM] in stems) / total if total else 0.0
