@@ -24,7 +24,7 @@ from shared import corpus_store
 from shared.config import settings_from_env
 from shared.errors import ModelError
 from shared.language import detect_language
-from worker.evaluation import location_matches, paired_bootstrap
+from worker.evaluation import load_config, location_matches, paired_bootstrap
 from worker.pipeline.quote_answer import passage_spans
 from worker.pipeline.quotes import (
     COVERED,
@@ -47,12 +47,14 @@ SETS = {
     "unanswerable": REPO / "bench" / "retrieval" / "heldout-unanswerable.jsonl",
     "quotes": REPO / "bench" / "retrieval" / "heldout-quotes.jsonl",
     "fresh": REPO / "bench" / "retrieval" / "heldout-fresh.jsonl",
+    "fresh2": REPO / "bench" / "retrieval" / "heldout-fresh2.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
 # heldout-fresh: a second confirm set, written blind after the question views were chosen
 # (bench/retrieval/README.md), read once.
-CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh")
+# heldout-fresh2: a third, written blind before the span views were measured.
+CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2")
 
 
 def _load(name: str) -> list[dict]:
@@ -66,8 +68,8 @@ def questions(which: str) -> list[dict]:
     after tuning ("heldout-quotes")."""
     if which == "heldout-quotes":
         return _load("quotes")
-    if which == "heldout-fresh":
-        return _load("fresh")
+    if which in ("heldout-fresh", "heldout-fresh2"):
+        return _load(which.removeprefix("heldout-"))
     dev, held, unans = _load("dev"), _load("heldout"), _load("unanswerable")
     tune = dev + [q for q in held if int(q["id"].split("-")[1]) <= 32] + \
         [q for q in unans if int(q["id"].split("-")[1]) % 2 == 1]
@@ -84,10 +86,12 @@ def _hit(passage, q: dict) -> bool:
 
 
 def collect(which: str, top_k: int, translate: bool = True,
-            language: str | None = None) -> list[dict]:
-    """Per question: its passages, spans, and every span's score parts (vectors asked once)."""
+            language: str | None = None, retrieval: str | None = None) -> list[dict]:
+    """Per question: its passages, spans, and every span's score parts (vectors asked once);
+    `retrieval`: a preset or TOML of retrieval settings instead of a turn's."""
     s = settings_from_env()
-    config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=top_k)
+    base = load_config(retrieval)[0] if retrieval else RetrievalConfig.from_settings(s)
+    config = dataclasses.replace(base, top_k=top_k)
     cache: dict[tuple[str, str], list[float]] = {}
     conn_now: list = []
 
@@ -305,11 +309,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--show", action="store_true", help="print each question's first quote")
     ap.add_argument("--language", choices=("en", "cs"), default=None,
                     help="only the questions of this language")
+    ap.add_argument("--retrieval", default=None, metavar="SETTINGS",
+                    help="retrieve with this preset or TOML (eval retrieval --settings)")
     ap.add_argument("--variants", nargs="*", default=None, metavar="NAME",
                     help="compare named variants to the defaults (none named: all of them): "
                          + ", ".join(VARIANTS))
     args = ap.parse_args(argv)
-    rows = collect(args.set, args.top_k, not args.no_translate, args.language)
+    rows = collect(args.set, args.top_k, not args.no_translate, args.language, args.retrieval)
     print(f"set {args.set}, {len(rows)} questions, top_k {args.top_k}, "
           f"translation {'off' if args.no_translate else 'as a turn runs it'}")
     print("defaults", WEIGHTS)

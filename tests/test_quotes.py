@@ -214,6 +214,18 @@ def test_a_czech_question_gets_czech_wording_and_a_note_for_an_english_page() ->
     assert all(q["note"] == "Dokumentace to uvádí anglicky." for q in answer.quotes)
 
 
+def test_an_english_question_quoted_from_a_czech_text_says_so() -> None:
+    """A Czech interface text without an English twin can be the best answer: the English
+    reader is told the documentation says it in Czech."""
+    text = "outro: Nepoužívá se žádná analytická ani reklamní služba."
+    passages = [_p("a", text, "processors", lang="cs",
+                   source="frontend/src/i18n/locales/cs/privacy.json")]
+    ranked, spans = _rank("analytická reklamní služba", passages)
+    answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)), passages, "en")
+    assert "(The documentation says this in Czech.)" in answer.text
+    assert [q["note"] for q in answer.quotes] == ["The documentation says this in Czech."]
+
+
 def _request(message: str) -> TurnRequest:
     return TurnRequest(turn="t", user="u", message=message, language="en", mode="workflow")
 
@@ -275,3 +287,21 @@ def test_an_i_dont_know_naming_sections_with_numbers_passes_the_number_check() -
                             _request("Jak dlouho se vaří vajíčko natvrdo?"), None, True,
                             written_in_code=True, named=answer.named)
         assert checks["numbers"]["valid"], (answer.text, checks["numbers"])
+
+
+MEDIAN_FAQ = """question: Proč se medián počítá jinak pro lichý a sudý počet expertů?
+answer: Pro lichý počet expertů je medián prostřední prvek po seřazení podle centroidu. \
+Pro sudý počet je to průměr dvou středních prvků."""
+
+
+def test_an_faq_question_gives_way_to_its_whole_short_answer() -> None:
+    """Asked about an even count, the FAQ's question matches best: its answer is quoted whole
+    (both sentences), not only the first one, which speaks of an odd count."""
+    passages = [_p("a", MEDIAN_FAQ, "results.whyDifferentMedian", lang="cs",
+                   source="frontend/src/i18n/locales/cs/faq.json")]
+    ranked, spans = _rank("Proč se medián počítá jinak pro sudý počet expertů?", passages)
+    chosen = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0))
+    assert chosen[0].text == ("Pro lichý počet expertů je medián prostřední prvek po seřazení "
+                              "podle centroidu. Pro sudý počet je to průměr dvou středních "
+                              "prvků.")
+    assert len(chosen) == 1  # its sentences are not quoted again on their own

@@ -48,6 +48,9 @@ class ResearchConfig(RetrievalConfig):
     # (same locale file and key path): the Czech user reads the Czech string, and boosting
     # English pages no longer pushes the Czech interface texts out through their twins.
     czech_twins: bool = TURN.czech_twins
+    # The same for an English (any not Czech) question: a Czech interface text stands for
+    # its English twin.
+    english_twins: bool = TURN.english_twins
     # The RRF weight of a BM25 ranking over English passages of the Czech question's words
     # looked up in Debian's general FreeDict Czech-English dictionary (bilingual.py; 0 = off),
     # with at most this many English senses per Czech word.
@@ -128,6 +131,9 @@ PRESETS: dict[str, ResearchConfig] = {
     "hybrid-v3": ResearchConfig(caption_cs=0.0, caption_en=0.0),
     # The default before question views: no ranking over them.
     "hybrid-v4": ResearchConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
+    # The default before English twins: a Czech interface text in an English question's
+    # ranking stays Czech.
+    "hybrid-v5": ResearchConfig(english_twins=False),
     # Question views as one ranking with the captions' views (measured lower than apart).
     "hybrid-questions-merged": ResearchConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over

@@ -23,6 +23,7 @@ WORDING: dict[str, dict[str, str]] = {
         "or": "or",
         "ask": "What does the documentation say about “{section}”?",
         "english": "The documentation says this in English.",
+        "czech": "The documentation says this in Czech.",
         "open": "“", "close": "”",
     },
     "cs": {
@@ -132,7 +133,9 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
     sections: list[tuple[str, str]] = []  # numbered once each: [n] names a section
     quotes: list[dict[str, Any]] = []
     lines: list[str] = [*lead, w["lead_in"]]
-    english_note = False
+    # A quote in the other language than the question's says so (once more at the end).
+    other = "english" if lang == "cs" else "czech"
+    other_note = False
     for c in chosen:
         p = passages[c.n]
         if p not in quoted:
@@ -140,13 +143,13 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         if (p.source, p.section) not in sections:
             sections.append((p.source, p.section))
         n = sections.index((p.source, p.section)) + 1
-        note = w["english"] if lang == "cs" and p.lang != "cs" else None
-        english_note = english_note or note is not None
+        note = w[other] if (lang == "cs") != (p.lang == "cs") else None
+        other_note = other_note or note is not None
         quotes.append({"n": n, "text": c.text, "found": True, "source": p.source,
                        "section": p.section, "language": p.lang, "note": note})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
-    if english_note:
-        lines.append(f"({w['english']})")
+    if other_note:
+        lines.append(f"({w[other]})")
     # The quoted pieces of one section are one source: joined in reading order, so each quote
     # is still found in the text its [n] points at.
     return QuotesAnswer("\n\n".join(lines), "answer", one_per_section(quoted), tuple(quotes),

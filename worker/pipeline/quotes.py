@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from shared.passage import Passage
-from shared.spans import Span, embed_text, span_context
+from shared.spans import MAX_SPAN_CHARS, Span, embed_text, span_context
 from worker.pipeline.bm25 import STEM, tokenize
 from worker.pipeline.weak import is_weak
 
@@ -237,7 +237,14 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
     if nxt is None:
         return c
     if c.span.key.endswith("question") and nxt.key.endswith("answer"):
-        span = nxt
+        # The whole answer while it fits one quote: its second sentence may be the one asked
+        # about ("... for an odd count. For an even count ...").
+        end = nxt.end
+        for more in spans[i + 2:]:
+            if more.key != nxt.key or more.end - nxt.start > MAX_SPAN_CHARS:
+                break
+            end = more.end
+        span = Span(nxt.start, end, nxt.kind, nxt.block, nxt.key, nxt.label)
     elif c.text.endswith(":") and nxt.end - c.span.start <= 300 and nxt.kind != "line":
         span = Span(c.span.start, nxt.end, c.span.kind, c.span.block, c.span.key)
     else:

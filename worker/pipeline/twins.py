@@ -80,3 +80,46 @@ def twins_for(lexical: LexicalIndex) -> dict[str, str]:
         _twins.clear()
         _twins[lexical.version] = found
     return found
+
+
+_english: dict[str, dict[str, str]] = {}
+
+
+def english_twins_for(lexical: LexicalIndex) -> dict[str, str]:
+    """Czech locale passage id -> the English piece of the same file that holds most of its
+    key paths. Matched by key path, not by section: one language's text of a key group may
+    be cut into more pieces, or grouped deeper ("cookies.outro" against "cookies"), than the
+    other's."""
+    found = _english.get(lexical.version)
+    if found is None:
+        english: dict[str, list[tuple[str, set[str]]]] = {}
+        for p in lexical.passages:
+            if p.lang == "en" and "/locales/en/" in p.source:
+                english.setdefault(p.source, []).append((p.id, key_paths(p.section, p.text)))
+        found = {}
+        for p in lexical.passages:
+            if p.lang != "cs" or "/locales/cs/" not in p.source:
+                continue
+            keys = key_paths(p.section, p.text)
+            shared, twin = max(((len(keys & theirs), pid) for pid, theirs in english.get(
+                p.source.replace("/locales/cs/", "/locales/en/"), ())), default=(0, ""))
+            if shared:  # a text whose keys the English file lacks has no twin
+                found[p.id] = twin
+        _english.clear()
+        _english[lexical.version] = found
+    return found
+
+
+def key_paths(section: str, text: str) -> set[str]:
+    """The full key paths of a locale piece's "key: text" lines ("cookies" + "items[0]" and
+    "cookies.items" + "[0]" are both "cookies.items[0]")."""
+    out = set()
+    for line in text.splitlines():
+        key, sep, _ = line.partition(": ")
+        if not sep or not key or " " in key:
+            continue
+        if section.rsplit(".", 1)[-1] == key:  # a piece of one key: the section names it
+            out.add(section)
+        else:
+            out.add(f"{section}{'' if key.startswith('[') else '.'}{key}")
+    return out
