@@ -109,7 +109,7 @@ def test_a_czech_interface_text_stands_for_its_english_twin_by_key_path() -> Non
     from types import SimpleNamespace
 
     from shared.passage import Passage
-    from worker.pipeline.twins import english_twins_for
+    from worker.pipeline.twins import english_twins_for, twins_by_keys
 
     en_file, cs_file = "frontend/src/i18n/locales/en/p.json", \
         "frontend/src/i18n/locales/cs/p.json"
@@ -130,6 +130,9 @@ def test_a_czech_interface_text_stands_for_its_english_twin_by_key_path() -> Non
     ]
     lexical = SimpleNamespace(version="v-key-paths", passages=tuple(passages))
     assert english_twins_for(lexical) == {"cs-1": "en-1", "cs-2": "en-2", "cs-3": "en-3"}
+    # And the other way, for a Czech question: each English piece to the Czech piece that
+    # holds its keys, not to whichever piece of the section came last.
+    assert twins_by_keys(lexical, "cs") == {"en-1": "cs-1", "en-2": "cs-2", "en-3": "cs-3"}
 
 
 def test_pieces_of_one_section_wait_until_every_section_has_had_a_place() -> None:

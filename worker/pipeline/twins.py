@@ -82,31 +82,39 @@ def twins_for(lexical: LexicalIndex) -> dict[str, str]:
     return found
 
 
-_english: dict[str, dict[str, str]] = {}
+_by_keys: dict[tuple[str, str], dict[str, str]] = {}
 
 
 def english_twins_for(lexical: LexicalIndex) -> dict[str, str]:
-    """Czech locale passage id -> the English piece of the same file that holds most of its
-    key paths. Matched by key path, not by section: one language's text of a key group may
-    be cut into more pieces, or grouped deeper ("cookies.outro" against "cookies"), than the
-    other's."""
-    found = _english.get(lexical.version)
-    if found is None:
-        english: dict[str, list[tuple[str, set[str]]]] = {}
-        for p in lexical.passages:
-            if p.lang == "en" and "/locales/en/" in p.source:
-                english.setdefault(p.source, []).append((p.id, key_paths(p.section, p.text)))
-        found = {}
-        for p in lexical.passages:
-            if p.lang != "cs" or "/locales/cs/" not in p.source:
-                continue
-            keys = key_paths(p.section, p.text)
-            shared, twin = max(((len(keys & theirs), pid) for pid, theirs in english.get(
-                p.source.replace("/locales/cs/", "/locales/en/"), ())), default=(0, ""))
-            if shared:  # a text whose keys the English file lacks has no twin
-                found[p.id] = twin
-        _english.clear()
-        _english[lexical.version] = found
+    """Czech locale passage id -> its English twin's id (twins_by_keys)."""
+    return twins_by_keys(lexical, "en")
+
+
+def twins_by_keys(lexical: LexicalIndex, lang: str) -> dict[str, str]:
+    """Locale passage id of the other language -> the piece of the same file in `lang` that
+    holds most of its key paths. Matched by key path, not by section: one language's text
+    of a key group may be cut into more pieces, or grouped deeper ("cookies.outro" against
+    "cookies"), than the other's."""
+    found = _by_keys.get((lexical.version, lang))
+    if found is not None:
+        return found
+    other = "cs" if lang == "en" else "en"
+    mine: dict[str, list[tuple[str, set[str]]]] = {}
+    for p in lexical.passages:
+        if p.lang == lang and f"/locales/{lang}/" in p.source:
+            mine.setdefault(p.source, []).append((p.id, key_paths(p.section, p.text)))
+    found = {}
+    for p in lexical.passages:
+        if p.lang != other or f"/locales/{other}/" not in p.source:
+            continue
+        keys = key_paths(p.section, p.text)
+        shared, twin = max(((len(keys & theirs), pid) for pid, theirs in mine.get(
+            p.source.replace(f"/locales/{other}/", f"/locales/{lang}/"), ())), default=(0, ""))
+        if shared:  # a text whose keys the other file lacks has no twin
+            found[p.id] = twin
+    if not any(v == lexical.version for v, _ in _by_keys):
+        _by_keys.clear()
+    _by_keys[(lexical.version, lang)] = found
     return found
 
 
