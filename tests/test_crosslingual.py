@@ -30,7 +30,7 @@ from tests.conftest import (
 )
 from tests.wsutil import app_token
 from worker.evaluation_presets import PRESETS, ResearchConfig
-from worker.pipeline.fusion import fuse, interleave, spread_sections, to_twins
+from worker.pipeline.fusion import fuse, interleave, spread_sections, to_czech_twins
 from worker.pipeline.lexicon import aligned_pairs, learn
 from worker.pipeline.retrieve import RetrievalConfig, rank, retrieve
 from worker.pipeline.rewrite import FEWSHOT_PROMPT, FEWSHOT_PROMPT_V1, translate_fewshot
@@ -99,40 +99,7 @@ def test_weighted_fusion_and_czech_twins() -> None:
     assert fuse([a, b], weights=[1.0, 0.0]) == fuse([a]), "weight 0 is a ranking left out"
     twins = {"en-login": "cs-login", "en-reset": "cs-reset"}
     ranked = [("en-login", .9), ("page", .8), ("cs-login", .7), ("en-reset", .6)]
-    assert to_twins(ranked, twins) == [("cs-login", .9), ("page", .8), ("cs-reset", .6)]
-
-
-def test_a_czech_interface_text_stands_for_its_english_twin_by_key_path() -> None:
-    """For an English question: pieces are matched by the key paths they hold, however
-    each language's text of a key group was cut (issue 24: an English question was quoted
-    a Czech privacy text whose English twin sits in a piece of another section name)."""
-    from types import SimpleNamespace
-
-    from shared.passage import Passage
-    from worker.pipeline.twins import english_twins_for, twins_by_keys
-
-    en_file, cs_file = "frontend/src/i18n/locales/en/p.json", \
-        "frontend/src/i18n/locales/cs/p.json"
-
-    def p(pid: str, source: str, section: str, text: str) -> Passage:
-        lang = "cs" if "/cs/" in source else "en"
-        return Passage(pid, source, "P", section, lang, text, text, False)
-
-    passages = [
-        p("en-1", en_file, "cookies", "heading: Cookies\nintro: Three cookies are set"),
-        p("en-2", en_file, "cookies", "outro: Until you sign in, no cookies"),
-        p("en-3", en_file, "cookies.items", "[0]: access token\n[1]: refresh token"),
-        p("cs-1", cs_file, "cookies", "heading: Soubory cookie\nintro: Nastavují se tři"),
-        p("cs-2", cs_file, "cookies.outro", "outro: Všechny tři jsou nezbytné"),
-        p("cs-3", cs_file, "cookies.items", "[1]: obnovovací token"),
-        p("cs-4", cs_file, "processors", "outro: Žádná analytika"),  # no English key
-        p("cs-5", "docs/cs/a.md", "# A", "heading: not a locale file"),
-    ]
-    lexical = SimpleNamespace(version="v-key-paths", passages=tuple(passages))
-    assert english_twins_for(lexical) == {"cs-1": "en-1", "cs-2": "en-2", "cs-3": "en-3"}
-    # And the other way, for a Czech question: each English piece to the Czech piece that
-    # holds its keys, not to whichever piece of the section came last.
-    assert twins_by_keys(lexical, "cs") == {"en-1": "cs-1", "en-2": "cs-2", "en-3": "cs-3"}
+    assert to_czech_twins(ranked, twins) == [("cs-login", .9), ("page", .8), ("cs-reset", .6)]
 
 
 def test_pieces_of_one_section_wait_until_every_section_has_had_a_place() -> None:

@@ -48,12 +48,6 @@ class ResearchConfig(RetrievalConfig):
     # (same locale file and key path): the Czech user reads the Czech string, and boosting
     # English pages no longer pushes the Czech interface texts out through their twins.
     czech_twins: bool = TURN.czech_twins
-    # The same for an English (any not Czech) question: a Czech interface text stands for
-    # its English twin.
-    english_twins: bool = TURN.english_twins
-    # A Czech question's Czech twins matched by key path too (twins.twins_by_keys), not by
-    # section name alone (one Czech piece per section).
-    twins_by_keys: bool = TURN.twins_by_keys
     # The RRF weight of a BM25 ranking over English passages of the Czech question's words
     # looked up in Debian's general FreeDict Czech-English dictionary (bilingual.py; 0 = off),
     # with at most this many English senses per Czech word.
@@ -134,9 +128,6 @@ PRESETS: dict[str, ResearchConfig] = {
     "hybrid-v3": ResearchConfig(caption_cs=0.0, caption_en=0.0),
     # The default before question views: no ranking over them.
     "hybrid-v4": ResearchConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
-    # The default before twins by key path: a Czech interface text in an English question's
-    # ranking stays Czech, and a Czech question's twins are matched by section name.
-    "hybrid-v5": ResearchConfig(english_twins=False, twins_by_keys=False),
     # Question views as one ranking with the captions' views (measured lower than apart).
     "hybrid-questions-merged": ResearchConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over

@@ -5,11 +5,10 @@ from __future__ import annotations
 from shared.passage import Passage
 
 
-def to_twins(ranked: list[tuple[str, float]], twins: dict[str, str]
-             ) -> list[tuple[str, float]]:
-    """The ranking with each interface text of the other language replaced by its twin in
-    the reader's (`twins`: id -> twin id), at the better of the two places (a passage is
-    listed once)."""
+def to_czech_twins(ranked: list[tuple[str, float]], twins: dict[str, str]
+                   ) -> list[tuple[str, float]]:
+    """The ranking with each English interface text replaced by its Czech twin, at the
+    better of the two places (a passage is listed once)."""
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     for pid, score in ranked:

@@ -11,14 +11,8 @@ from shared import corpus_store
 from shared.config import RETRIEVAL_MODES, Settings
 from worker.pipeline import bilingual as freedict
 from worker.pipeline.bm25 import LexicalIndex, lexical_index
-from worker.pipeline.fusion import fuse, interleave, spread_sections, to_twins
-from worker.pipeline.twins import (
-    czech_keywords_for,
-    english_twins_for,
-    lexicon_for,
-    twins_by_keys,
-    twins_for,
-)
+from worker.pipeline.fusion import fuse, interleave, spread_sections, to_czech_twins
+from worker.pipeline.twins import czech_keywords_for, lexicon_for, twins_for
 from worker.pipeline.types import Retrieval
 from worker.pipeline.vectors import cached_vectors
 
@@ -55,8 +49,6 @@ class RetrievalConfig:
     original_english = 1.0
     czech_keywords = 1.0
     czech_twins = True
-    english_twins = True
-    twins_by_keys = True
     caption_cs = 1.0
     caption_en = 1.0
     question_cs = 1.0
@@ -124,10 +116,7 @@ def rank(conn: psycopg.Connection, settings: Settings, config: RetrievalConfig, 
         rankings, weights = _rankings(search, query, own, expansion, czech)
         ranked = rankings[0] if len(rankings) == 1 else fuse(rankings, config.rrf_k, weights)
         if czech and config.czech_twins:
-            ranked = to_twins(ranked, twins_by_keys(lexical, "cs") if config.twins_by_keys
-                              else twins_for(lexical))
-        elif not czech and config.english_twins:
-            ranked = to_twins(ranked, english_twins_for(lexical))
+            ranked = to_czech_twins(ranked, twins_for(lexical))
     if config.per_section > 0:
         ranked = spread_sections(ranked, lexical.by_id, config.per_section)
     return info.version, ranked[: limit or config.top_k], lexical
