@@ -240,6 +240,8 @@ VARIANTS: dict[str, dict] = {
     **{f"question {w:g} en only": {"question": w} for w in (1.0, 2.0)},
     # Each passage's question views as a prior of its spans (Weights.views).
     "no views": {"views": 0.0, "views_other": 0.0},
+    # A Czech text's spans for an English question (Weights.czech_span).
+    **{f"czech span {w:g}": {"czech_span": w} for w in (0.05, 0.1, 0.2, 0.5)},
     # How much of the question the corpus knows at all, in the decision (Weights.vocabulary).
     **{f"vocabulary {w:g}": {"vocabulary": w, "vocabulary_other": w} for w in (0.5, 1.0, 2.0)},
     **{f"vocabulary {w:g} cs only": {"vocabulary_other": w} for w in (0.5, 1.0, 2.0, 4.0, 8.0)},

@@ -135,9 +135,11 @@ def _vectors_by_words(texts: Sequence[str], kind: str) -> list[list[float]]:
     return [[float(w in t.lower()) for w in vocab] + [0.1] for t in texts]
 
 
-def _rank(question: str, passages: list[Passage]):  # type: ignore[no-untyped-def]
+def _rank(question: str, passages: list[Passage],  # type: ignore[no-untyped-def]
+          weights: Weights | None = None):
     spans = [split_spans(p.text) for p in passages]
-    ranked = rank_spans([question], passages, spans, _vectors_by_words, lambda t: 1.0)
+    ranked = rank_spans([question], passages, spans, _vectors_by_words, lambda t: 1.0,
+                        weights or Weights())
     return ranked, spans
 
 
@@ -224,6 +226,18 @@ def test_an_english_question_quoted_from_a_czech_text_says_so() -> None:
     answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)), passages, "en")
     assert "(The documentation says this in Czech.)" in answer.text
     assert [q["note"] for q in answer.quotes] == ["The documentation says this in Czech."]
+
+
+def test_an_english_question_prefers_the_english_text_of_a_twin() -> None:
+    """The same words in a Czech and an English text: the English reader gets the English."""
+    text = "The analytics service is not used."
+    passages = [_p("cs", text, "processors", lang="cs",
+                   source="frontend/src/i18n/locales/cs/privacy.json"),
+                _p("en", text, "collected", source="frontend/src/i18n/locales/en/privacy.json")]
+    ranked, _ = _rank("is an analytics service used", passages, Weights(rank=0.0))
+    assert passages[ranked[0].n].lang == "en"
+    czech, _ = _rank("is an analytics service used", passages, Weights(rank=0.0, czech_span=0.0))
+    assert czech[0].n == 0 and czech[0].score == czech[1].score, "without it, a tie"
 
 
 def _request(message: str) -> TurnRequest:
