@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 from shared.config import settings_from_env
 from shared.passage import Passage
-from shared.spans import MAX_SPAN_CHARS, continued, overlap_prefix, split_spans
+from shared.spans import MAX_SPAN_CHARS, Span, continued, overlap_prefix, split_spans
 from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
-from worker.pipeline.quotes import Weights, choose, coverage, decision, rank_spans
+from worker.pipeline.quotes import Candidate, Weights, choose, coverage, decision, rank_spans
 from worker.pipeline.structured import fold
 from worker.pipeline.turn import run_checks
 from worker.pipeline.types import Retrieval
@@ -135,8 +135,8 @@ def _vectors_by_words(texts: Sequence[str], kind: str) -> list[list[float]]:
     return [[float(w in t.lower()) for w in vocab] + [0.1] for t in texts]
 
 
-def _rank(question: str, passages: list[Passage],  # type: ignore[no-untyped-def]
-          weights: Weights | None = None):
+def _rank(question: str, passages: list[Passage], weights: Weights | None = None
+          ) -> tuple[list[Candidate], list[list[Span]]]:
     spans = [split_spans(p.text) for p in passages]
     ranked = rank_spans([question], passages, spans, _vectors_by_words, lambda t: 1.0,
                         weights or Weights())
