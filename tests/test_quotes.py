@@ -240,6 +240,19 @@ def test_an_english_question_prefers_the_english_text_of_a_twin() -> None:
     assert czech[0].n == 0 and czech[0].score == czech[1].score, "without it, a tie"
 
 
+def test_a_weak_match_is_not_quoted_beside_the_answer() -> None:
+    """A further quote from a passage the search found only weakly (labelled "weak match" in
+    the sources) would dress it as support: an ads question was quoted an API table row."""
+    passages = [dataclasses.replace(_p("a", METHOD), score=0.9),
+                dataclasses.replace(_p("b", AUTHORS, "# Doc > ## Authors"), score=0.3)]
+    ranked, spans = _rank("maximum error formula method developed", passages)
+    loose = Weights(threshold=0.0, margin=10.0)
+    chosen = choose(ranked, passages, spans, 1.0, loose)
+    assert chosen and {c.n for c in chosen} == {0}
+    strong = [dataclasses.replace(p, score=0.9) for p in passages]
+    assert {c.n for c in choose(ranked, strong, spans, 1.0, loose)} == {0, 1}
+
+
 def _request(message: str) -> TurnRequest:
     return TurnRequest(turn="t", user="u", message=message, language="en", mode="workflow")
 

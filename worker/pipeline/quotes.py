@@ -314,6 +314,8 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
     for c in ranked:
         if len(chosen) >= weights.max_quotes or c.score < best - weights.margin:
             break
+        if chosen and is_weak(passages[c.n].score, "en" if english else "cs"):
+            continue  # a weak match beside the answer would be dressed as its support
         c = _extended(c, passages[c.n], spans[c.n])
         if any(o.n == c.n and o.span.start < c.span.end and c.span.start < o.span.end
                for o in chosen):
