@@ -36,7 +36,6 @@ from worker.pipeline.vectors import cached_vectors
 QUOTE_PASSAGES = 5
 
 
-
 @dataclass(frozen=True)
 class Said:
     """What the quotes step wrote: the answer and the done frame's structured block."""

@@ -252,7 +252,8 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
                 break
             end = more.end
         span = Span(nxt.start, end, nxt.kind, nxt.block, nxt.key, nxt.label)
-    elif c.text.endswith(":") and nxt.end - c.span.start <= 300 and nxt.kind != "line":
+    elif c.text.endswith(":") and nxt.end - c.span.start <= MAX_SPAN_CHARS \
+            and nxt.kind != "line":
         span = Span(c.span.start, nxt.end, c.span.kind, c.span.block, c.span.key)
     else:
         return c
@@ -356,6 +357,6 @@ def known(question: str, stems: Collection[str], idf: Callable[[str], float],
     coverage; of the whole corpus's (LexicalIndex.stems), how much of the question the corpus
     knows at all (Weights.vocabulary)."""
     words = {t for t in tokenize(question, split=True) if len(t) >= 3}
-    weights = {t: idf(t) if idf(t) > 0 else vocabulary_max for t in words}
+    weights = {t: w if (w := idf(t)) > 0 else vocabulary_max for t in words}
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t[:STEM] in stems) / total if total else 0.0
