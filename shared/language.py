@@ -17,6 +17,28 @@ ENGLISH_WORDS = frozenset(
     "would of to in on for with and or not it this that these those our my your their from by "
     "about as be been".split())
 SLOVAK_WORDS = frozenset("je aký aká aké prečo kde ako sú nie čo ktorý ktorá ktoré".split())
+# Common Czech words as people type them without diacritics (question words, pronouns, verbs,
+# particles, the method's everyday nouns), none of them also an English word: "Kdo vyvinul
+# metodu BeCoMe?" is Czech.
+CZECH_PLAIN_WORDS = frozenset("""
+kdo co kde kdy jak proc kolik jaky jaka jake jakou jakym jakymi jakych ktery ktera ktere kterou
+kterym kterymi kterych cim komu koho cemu ceho kam odkud kudy zda zdali jestli jestlize
+ja ty vy oni ona ono mi mne mnou tebe tobe nas vas jim jich ho ji jej sebe sobe svuj sva sve
+svou svych svym muj moje moji tvuj vase jeho jeji jejich tento tato toto tyto tenhle tahle
+tohle takovy takova takove nekdo neco nic nikdo kazdy kazda kazde vsechno vsechny vse vsichni
+zadny zadna zadne jsem jsi jsme jste jsou byl byla bylo byli byly bude budu budou budeme byt
+mam mas ma mame mate maji mit muzu muze muzeme muzete mohou muzou mohl mohla chci chce chceme
+chtel potrebuji potrebuju potrebuje musim musi musime jde jdu lze umi umim funguje fungovat
+delat udelat vidim vidi vim znamena dela neni nejsou nemam nemuzu nemuze nelze nevim nefunguje
+ale nebo protoze kdyz ze aby takze tedy jen jenom uz jeste taky take tez proto pak potom nejak
+nejaky nejaka nejake mozna opravdu presne hodne vic vice mene dobre spatne tady tam ted vzdy
+nikdy casto na od po pri mezi pred za nad bez podle kvuli misto pres projekt projektu projekty
+projektech experti expertu expertum expertem expertu nazor nazoru nazory odhad odhadu vysledek
+vysledku vysledky metoda metodu metody metode chyba chyby prumer hodnota hodnoty ucet uctu heslo
+hesla uzivatel uzivatele stranka stranky aplikace soubor udaje udaju
+""".split())
+# Words of both languages ("a", "to") say nothing either way.
+BOTH = (CZECH_WORDS | CZECH_PLAIN_WORDS) & ENGLISH_WORDS
 
 
 def detect_language(text: str) -> str:
@@ -28,9 +50,9 @@ def detect_language(text: str) -> str:
     letters = set(text)
     if letters & SLOVAK_ONLY_LETTERS:
         return "unknown"
-    cs = sum(w in CZECH_WORDS for w in words) + 2 * len(letters & CZECH_ONLY_LETTERS)
-    cs += sum(1 for w in words if set(w) & CZECH_LETTERS)
-    en = sum(w in ENGLISH_WORDS for w in words)
+    cs = sum(w in CZECH_WORDS or w in CZECH_PLAIN_WORDS for w in words if w not in BOTH)
+    cs += 2 * len(letters & CZECH_ONLY_LETTERS) + sum(1 for w in words if set(w) & CZECH_LETTERS)
+    en = sum(w in ENGLISH_WORDS for w in words if w not in BOTH)
     sk = sum(w in SLOVAK_WORDS and w not in CZECH_WORDS for w in words)
     if sk and not letters & CZECH_ONLY_LETTERS:
         return "unknown"

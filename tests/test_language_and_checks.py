@@ -21,6 +21,13 @@ from worker.pipeline.types import Retrieval
     ("Proč je naše maximální chyba tak malá?", "cs"),
     ("Čo je to maximálna chyba a prečo je taká malá?", "unknown"),  # Slovak is not Czech
     ("BeCoMe", "unknown"),  # too short to be sure
+    # Czech typed without diacritics, and English with "a" and "to" (Czech words too).
+    ("Kdo vyvinul metodu BeCoMe?", "cs"),
+    ("jakymi zpusoby muzu zadat svuj odhad?", "cs"),
+    ("kdy jede posledni metro v praze", "cs"),
+    ("Can I get the project results as a PDF to attach to a report?", "en"),
+    ("How do I invite a colleague to my project?", "en"),
+    ("Ako vytvorim projekt?", "unknown"),  # Slovak without its own letters is still not Czech
     ("", "unknown"),
 ])
 def test_detect_language(text: str, lang: str) -> None:
