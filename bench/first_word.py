@@ -8,7 +8,10 @@ first word (the rest of the answer is not what is measured).
 Run: .venv/bin/python -m bench.first_word --questions 20
      .venv/bin/python -m bench.first_word --questions 20 --form quotes   # no model call
 With --form quotes the documentation questions are asked in Czech too (the translation step
-runs before the first word).
+runs before the first word); `--czech-from FILE...` asks every Czech question of those question
+files instead of the ten below (a steadier p95):
+    .venv/bin/python -m bench.first_word --form quotes --only docs \
+        --czech-from bench/retrieval/heldout.jsonl bench/retrieval/heldout-fresh.jsonl
 """
 
 from __future__ import annotations
@@ -161,8 +164,17 @@ def main() -> None:
                     help="measure one kind of question only")
     ap.add_argument("--form", choices=["prose", "quotes"], default="prose",
                     help="the answer form (quotes: written in code, no model call)")
+    ap.add_argument("--czech-from", nargs="+", default=None, metavar="FILE",
+                    help="ask every Czech question of these question files (JSONL) instead of "
+                         "the built-in ten")
     args = ap.parse_args()
     n = max(1, min(args.questions, 20))
+    czech_questions = CZECH_QUESTIONS[:n]
+    if args.czech_from:
+        from worker.evaluation import load_questions
+
+        czech_questions = [q.question for path in args.czech_from
+                           for q in load_questions(path) if q.language == "cs"]
     with conftest.bench_services() as (sup, _scripted):
         dsn = bootstrap_demo_db(f"postgresql://postgres@127.0.0.1:{conftest.PG_PORT}/postgres")
         demo_app = start_demo_app(sup, conftest.port(8031), dsn, conftest.stack_env({}))
@@ -193,7 +205,7 @@ def main() -> None:
                 steps["documentation"] = list(STEPS)
                 if args.form == "quotes":
                     czech = first_words(st.base_url, lambda: app_token(st),
-                                        CZECH_QUESTIONS[:n], None, doc_count)
+                                        czech_questions, None, doc_count)
                     steps["documentation, Czech"] = list(STEPS)
             if args.only != "docs":
                 first_words(st.base_url, lambda: alice_token(demo_app), ["What is my project about?"], FLOOD_PLAN,
