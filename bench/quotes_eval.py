@@ -48,13 +48,16 @@ SETS = {
     "quotes": REPO / "bench" / "retrieval" / "heldout-quotes.jsonl",
     "fresh": REPO / "bench" / "retrieval" / "heldout-fresh.jsonl",
     "fresh2": REPO / "bench" / "retrieval" / "heldout-fresh2.jsonl",
+    "fresh3": REPO / "bench" / "retrieval" / "heldout-fresh3.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
 # heldout-fresh: a second confirm set, written blind after the question views were chosen
 # (bench/retrieval/README.md), read once.
 # heldout-fresh2: a third, written blind before the span views were measured.
-CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2")
+# heldout-fresh3: a fourth, written blind before this session's changes were measured.
+CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
+           "heldout-fresh3")
 
 
 def _load(name: str) -> list[dict]:
@@ -68,7 +71,7 @@ def questions(which: str) -> list[dict]:
     after tuning ("heldout-quotes")."""
     if which == "heldout-quotes":
         return _load("quotes")
-    if which in ("heldout-fresh", "heldout-fresh2"):
+    if which in ("heldout-fresh", "heldout-fresh2", "heldout-fresh3"):
         return _load(which.removeprefix("heldout-"))
     dev, held, unans = _load("dev"), _load("heldout"), _load("unanswerable")
     tune = dev + [q for q in held if int(q["id"].split("-")[1]) <= 32] + \
