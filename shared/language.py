@@ -15,7 +15,10 @@ CZECH_WORDS = frozenset(
 ENGLISH_WORDS = frozenset(
     "the a an is are was were what which who how why when where does do did can could should "
     "would of to in on for with and or not it this that these those our my your their from by "
-    "about as be been".split())
+    "about as be been its just if then there any some all will has have had you we they them "
+    "his she her into than also only very".split())
+# An English contraction's tail ("I've", "it's"): "ve" is a Czech word too.
+CONTRACTION = re.compile(r"(?<=\w)['’](?:ve|s|re|ll|d|t|m)\b", re.IGNORECASE)
 SLOVAK_WORDS = frozenset("je aký aká aké prečo kde ako sú nie čo ktorý ktorá ktoré".split())
 # Common Czech words as people type them without diacritics (question words, pronouns, verbs,
 # particles, the method's everyday nouns), none of them also an English word: "Kdo vyvinul
@@ -44,7 +47,7 @@ BOTH = (CZECH_WORDS | CZECH_PLAIN_WORDS) & ENGLISH_WORDS
 def detect_language(text: str) -> str:
     """'cs', 'en' or 'unknown'; unsure is unknown, so no language line is added
     (docs/spec/behaviour.md B-23)."""
-    words = [w.lower() for w in WORD.findall(text)]
+    words = [w.lower() for w in WORD.findall(CONTRACTION.sub("", text))]
     if len(words) < 2:
         return "unknown"
     letters = set(text)

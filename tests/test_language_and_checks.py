@@ -27,6 +27,7 @@ from worker.pipeline.types import Retrieval
     ("kdy jede posledni metro v praze", "cs"),
     ("Can I get the project results as a PDF to attach to a report?", "en"),
     ("How do I invite a colleague to my project?", "en"),
+    ("Once I've made a project, can I just change its scale afterwards?", "en"),  # 've: not ve
     ("Ako vytvorim projekt?", "unknown"),  # Slovak without its own letters is still not Czech
     ("", "unknown"),
 ])
