@@ -114,6 +114,20 @@ def test_a_locale_key_is_named_by_its_text_never_its_key_path(corpus: str) -> No
                                        None) == "What is BeCoMe?"
 
 
+def test_a_locale_files_own_name_is_in_the_readers_language() -> None:
+    # A Czech reader read "The app's Czech texts (about.json)" under a Czech answer.
+    name = source_links.locale_title
+    assert name("about.json", "locales/cs/about.json", "cs", "cs") == "Texty aplikace (about.json)"
+    assert name("about.json", "locales/en/about.json", "en", "cs") == \
+        "Anglické texty aplikace (about.json)"
+    assert name("about.json", "locales/cs/about.json", "cs", "en") == \
+        "The app's Czech texts (about.json)"
+    assert name("about.json", "locales/en/about.json", "en", "en") == "The app's texts (about.json)"
+    # A file's own title is its own.
+    assert name("Časté dotazy (faq.json)", "locales/cs/faq.json", "cs", "en") == \
+        "Časté dotazy (faq.json)"
+
+
 def test_links_open_the_original_at_its_lines(corpus: str) -> None:
     faq = {p.section: p for p in passages(corpus, "locales/en/faq.json")}
     raw = (Path(corpus).parent / "docs/locales/en/faq.json").read_text().splitlines()

@@ -81,15 +81,17 @@ def heading(p: Passage) -> str:
     return locale_heading(p.section, p.text, None) if is_locale(p.source) else leaf(p.section)
 
 
-def title(p: Passage) -> str:
-    """A passage's document title (a locale file's says what the file holds)."""
-    return locale_title(p.title, p.source, p.lang) if is_locale(p.source) else p.title
+def title(p: Passage, reader: str = "en") -> str:
+    """A passage's document title (a locale file's says what the file holds, in the reader's
+    language)."""
+    return locale_title(p.title, p.source, p.lang, reader) if is_locale(p.source) else p.title
 
 
-def _name(p: Passage) -> str:
+def _name(p: Passage, reader: str) -> str:
     """A section as a person can tell it apart: "A worked example › Contents"."""
     section = heading(p)
-    return section if not title(p) or title(p) == section else f"{title(p)} › {section}"
+    name = title(p, reader)
+    return section if not name or name == section else f"{name} › {section}"
 
 
 def _ask(w: dict[str, str], section: str) -> str:
@@ -115,11 +117,11 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
     `lead`: paragraphs written in code before the quotes (a project's key figures)."""
     w = wording(lang)
     if not chosen:
-        names = list(dict.fromkeys(_name(p) for p in passages if leaf(p.section)))
+        names = list(dict.fromkeys(_name(p, lang) for p in passages if leaf(p.section)))
         names = names[:MAX_NEAREST]
         question = w["clarify"].format(options=_options(names, w)) if names \
             else w["clarify_none"]
-        nearest = tuple({"title": title(p),
+        nearest = tuple({"title": title(p, lang),
                          "section": heading(p) if is_locale(p.source) else p.section,
                          "source": p.source, "ask": _ask(w, heading(p))}
                         for p in _distinct_sections(passages)[:MAX_NEAREST])

@@ -189,12 +189,21 @@ def locale_heading(key_path: str, text: str, raw: str | None) -> str:
     return _texts_title([v for _k, v in pairs if v.strip()]) or key_path
 
 
-def locale_title(title: str, source: str, lang: str) -> str:
-    """A locale file's title: its own when it has one, else what the file holds."""
+# What a locale file without a title of its own holds, by (reader's language, file's).
+LOCALE_NAMES = {("en", "en"): "The app's texts ({name})",
+                ("en", "cs"): "The app's Czech texts ({name})",
+                ("cs", "cs"): "Texty aplikace ({name})",
+                ("cs", "en"): "Anglické texty aplikace ({name})"}
+
+
+def locale_title(title: str, source: str, lang: str, reader: str = "en") -> str:
+    """A locale file's title: its own when it has one, else what the file holds, said in the
+    reader's language (English unless Czech)."""
     name = Path(source).name
     if title != name:
         return title
-    return f"The app's {'Czech ' if lang == 'cs' else ''}texts ({name})"
+    key = ("cs" if reader == "cs" else "en", "cs" if lang == "cs" else "en")
+    return LOCALE_NAMES[key].format(name=name)
 
 
 # ---- the link, at the passage's lines --------------------------------------------------------
@@ -272,11 +281,11 @@ def link_for(manifest: str, p: Passage) -> str | None:
     return url.split("#", 1)[0] + anchor
 
 
-def presented(manifest: str, p: Passage) -> dict[str, str]:
+def presented(manifest: str, p: Passage, reader: str = "en") -> dict[str, str]:
     """The title and section a person reads for a passage (a locale key gets its text), and
     the key path itself for a locale file (what tools look passages up by)."""
     if not is_locale(p.source):
         return {"title": p.title, "section": p.section}
     raw = source_text(manifest, p.source)
-    return {"title": locale_title(p.title, p.source, p.lang),
+    return {"title": locale_title(p.title, p.source, p.lang, reader),
             "section": locale_heading(p.section, p.text, raw), "key": p.section}

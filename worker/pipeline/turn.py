@@ -81,7 +81,7 @@ def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
         excerpt = p.text if len(p.text) <= EXCERPT_CHARS else p.text[:EXCERPT_CHARS] + "…"
         # A locale key is shown by its text (its path stays in "key"); the link opens the
         # original at the passage's lines where the host has line anchors.
-        out.append({"n": n, **presented(manifest, p), "excerpt": excerpt,
+        out.append({"n": n, **presented(manifest, p, language), "excerpt": excerpt,
                     "score": p.score, "source": p.source, "local": p.local,
                     "url": link_for(manifest, p),
                     # A match too weak to be support: shown labelled, never as a plain source.
