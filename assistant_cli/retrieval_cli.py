@@ -54,7 +54,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         if how not in ("none", "fewshot", "fewshot-v1", "chat"):
             raise ConfigError(f"unknown translation {how!r}: +fewshot, +fewshot-v1, +chat "
                               "or +none")
-        translate, role, fallbacks = _eval_translator(s, how)
+        translate, role, fallbacks, cut = _eval_translator(s, how)
         report = evaluation.run_eval(
             s, config, questions, lambda: corpus_store.connect(dsn, autocommit=True),
             translate)
@@ -62,6 +62,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         report["translation"] = how
         report["translation_model"] = role.model if role is not None else None
         report["translation_fallbacks"] = len(fallbacks)
+        report["translation_cut"] = len(cut)
+        report["translation_deadline_s"] = s.translate_deadline_s
         report["pipeline"] = _pipeline_line(report, name, how, turn_how, role)
         return report
 
@@ -102,28 +104,35 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval_translator(s: Any, how: str) -> tuple[Any, Any, list[str]]:
-    """(translate, role, fallbacks) for `how`: like a turn, a failed translation searches the
-    original wording (each such question is listed in fallbacks)."""
+def _eval_translator(s: Any, how: str) -> tuple[Any, Any, list[str], list[str]]:
+    """(translate, role, fallbacks, cut) for `how`: like a turn, a failed translation searches
+    the original wording (each such question is listed in fallbacks), and the few-shot
+    translator works under the turn's deadline (a line the deadline ended is listed in cut)."""
     from shared.errors import ModelError
     from worker.pipeline import rewrite
 
     if how == "none":
-        return None, None, []
+        return None, None, [], []
     role = s.translator if how.startswith("fewshot") else s.translation
     prompt = rewrite.FEWSHOT_PROMPT_V1 if how == "fewshot-v1" else rewrite.FEWSHOT_PROMPT
     fallbacks: list[str] = []
+    cut: list[str] = []
 
     def translate(text: str) -> tuple[str, str]:
         try:
             if how == "chat":
                 return rewrite.translate_for_search(role, text, timeout_s=120), text
-            return rewrite.translate_fewshot(role, text, timeout_s=120, prompt_file=prompt), text
+            line = rewrite.translate_fewshot_by(role, text, s.translate_deadline_s, prompt)
+            if line.cut:
+                cut.append(text)
+            if not line.text:
+                fallbacks.append(text)
+            return line.text or text, text
         except ModelError:
             fallbacks.append(text)
             return text, text
 
-    return translate, role, fallbacks
+    return translate, role, fallbacks, cut
 
 
 def _pipeline_line(r: dict, name: str, how: str, turn_how: str, role: Any) -> str:
@@ -147,4 +156,7 @@ def _pipeline_line(r: dict, name: str, how: str, turn_how: str, role: Any) -> st
             + (" -- what a chat turn runs" if same else
                f" -- not a chat turn's pipeline (a turn: chat settings, translation {turn_how})")
             + (f"; {r['translation_fallbacks']} translations failed and searched the original"
-               if r.get("translation_fallbacks") else ""))
+               if r.get("translation_fallbacks") else "")
+            + (f"; the translator's deadline ({r['translation_deadline_s']:g} s) cut "
+               f"{r['translation_cut']} translations"
+               if r.get("translation_cut") else ""))

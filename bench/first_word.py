@@ -29,6 +29,7 @@ from simple_websocket import Client
 from assistant_cli.client import ws_url
 from assistant_cli.demo import bootstrap_demo_db, start_demo_app
 from demo_app.seed import FLOOD_PLAN
+from shared.config import settings_from_env
 from tests import conftest
 from tests.wsutil import app_token, get_ticket
 
@@ -96,6 +97,8 @@ def first_words(base_url: str, token: Callable[[], str], questions: list[str],
                 if f["type"] == "token" and first is None:
                     first = time.perf_counter() - t0
                 if f["type"] == "event" and first is None and f.get("step"):
+                    if f.get("cut"):
+                        steps["cut"] = 1.0  # the translator's deadline cut its line
                     steps.setdefault("worker start", float(f.get("start_ms") or 0))
                     steps[str(f["step"])] = steps.get(str(f["step"]), 0.0) + float(
                         f.get("ms") or 0)
@@ -144,10 +147,13 @@ def alice_token(demo_app: str) -> str:
 
 def step_report(name: str, steps: list[dict[str, float]]) -> str:
     """Median and p95 of each step before the first word (ms)."""
-    names = list(dict.fromkeys(k for st in steps for k in st if k != "first_token"))
+    names = list(dict.fromkeys(k for st in steps for k in st
+                               if k not in ("first_token", "cut")))
     cells = [f"{k} {pct([st.get(k, 0.0) for st in steps], 0.5):.0f}/"
              f"{pct([st.get(k, 0.0) for st in steps], 0.95):.0f}" for k in names]
-    return f"{name} steps, ms p50/p95: " + ", ".join(cells)
+    cut = sum(1 for st in steps if st.get("cut"))
+    return f"{name} steps, ms p50/p95: " + ", ".join(cells) + (
+        f"; the translator's deadline cut {cut} of {len(steps)}" if cut else "")
 
 
 def report(name: str, rows: list[tuple[float, int]]) -> str:
@@ -164,11 +170,15 @@ def main() -> None:
                     help="measure one kind of question only")
     ap.add_argument("--form", choices=["prose", "quotes"], default="prose",
                     help="the answer form (quotes: written in code, no model call)")
+    ap.add_argument("--translate-deadline", type=float, default=None, metavar="S",
+                    help="the translator's deadline (default: the setting's own default; the "
+                         "test stacks' 60 s would measure no deadline)")
     ap.add_argument("--czech-from", nargs="+", default=None, metavar="FILE",
                     help="ask every Czech question of these question files (JSONL) instead of "
                          "the built-in ten")
     args = ap.parse_args()
     n = max(1, min(args.questions, 20))
+    deadline = args.translate_deadline or settings_from_env({}).translate_deadline_s
     czech_questions = CZECH_QUESTIONS[:n]
     if args.czech_from:
         from worker.evaluation import load_questions
@@ -180,7 +190,8 @@ def main() -> None:
         demo_app = start_demo_app(sup, conftest.port(8031), dsn, conftest.stack_env({}))
         st = conftest.start_stack(sup, "bench-first-word", conftest.WEB_PORT + 20, {
             "ASSISTANT_REDIS_URL": conftest.redis_url(9),
-            "ASSISTANT_APP_API_URL": demo_app, "ASSISTANT_ANSWER_FORM": args.form})
+            "ASSISTANT_APP_API_URL": demo_app, "ASSISTANT_ANSWER_FORM": args.form,
+            "ASSISTANT_TRANSLATE_DEADLINE_S": str(deadline)})
         from web.project.app_api import AppApi, read_project_context
 
         try:

@@ -81,6 +81,9 @@ TEST_ENV = {
     "ASSISTANT_EMBEDDING_BASE_URL": f"http://127.0.0.1:{EMBED_PORT}/v1",
     "ASSISTANT_TRANSLATOR_BASE_URL": f"http://127.0.0.1:{TRANSLATOR_PORT}/v1",
     "ASSISTANT_MAX_OUTPUT_TOKENS": "200",
+    # What the suite's turns search must not hang on how busy the machine is: the deadline on
+    # the offline translator has tests of its own (test_crosslingual.py).
+    "ASSISTANT_TRANSLATE_DEADLINE_S": "60",
     # The suite's stacks test the model's path (scripted or real): prose. quotes_stack runs
     # the default (`auto`, quotes with the bundled model).
     "ASSISTANT_ANSWER_FORM": "prose",

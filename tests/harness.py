@@ -136,6 +136,12 @@ class ScriptedModel:
             stops = body.get("stop") or []
             for stop in [stops] if isinstance(stops, str) else stops:
                 text = text.split(stop)[0]
+            if body.get("stream"):
+                head = {"id": "x", "object": "text_completion", "model": body.get("model")}
+                return httpx2.Response(200, headers={"content-type": "text/event-stream"},
+                                      content=_event({**head, "choices": [{
+                                          "index": 0, "text": text, "finish_reason": "stop"}]})
+                                      + b"data: [DONE]\n\n")
             return httpx2.Response(200, json={
                 "id": "x", "object": "text_completion", "model": body.get("model"),
                 "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],

@@ -257,10 +257,39 @@ class Handler(BaseHTTPRequestHandler):
         stops = body.get("stop") or []
         for stop in [stops] if isinstance(stops, str) else stops:
             text = text.split(stop)[0]
+        if body.get("stream"):
+            self._completion_stream(script, [stops] if isinstance(stops, str) else stops)
+            return
         self._json(200, {"id": "x", "object": "text_completion", "model": "scripted",
                          "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
                          "usage": {"prompt_tokens": 11, "completion_tokens": 3,
                                    "total_tokens": 14}})
+
+    def _completion_stream(self, script: dict[str, Any], stops: list[str]) -> None:
+        """A streamed text completion: the chunks `delay_s` apart (after `stall_s`), ended at
+        the first stop string."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        head = {"id": "x", "object": "text_completion", "model": "scripted"}
+        try:
+            self._pause(float(script.get("stall_s") or 0), False)
+            for i, chunk in enumerate(script["chunks"]):
+                stop = next((s for s in stops if s in chunk), None)
+                text = chunk.split(stop)[0] if stop else chunk
+                self._event({**head, "choices": [{"index": 0, "text": text,
+                                                  "finish_reason": None}]})
+                if stop:
+                    break
+                if i + 1 < len(script["chunks"]):
+                    self._pause(float(script.get("delay_s") or 0), False)
+            self._event({**head, "choices": [{"index": 0, "text": "", "finish_reason": "stop"}]})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def _event(self, obj: dict[str, Any]) -> None:
         self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())

@@ -172,6 +172,35 @@ def test_fewshot_translation_against_the_scripted_server(scripted_llm: str) -> N
     assert not stack.warm_translator(f"{scripted_llm}/v1", "scripted"), "a failed warm-up"
 
 
+def test_a_slow_translator_costs_a_turn_no_more_than_the_deadline(scripted_llm: str) -> None:
+    import time
+
+    from worker.pipeline.rewrite import translate_fewshot_by
+
+    role = ModelRole("translator", "local", "scripted", f"{scripted_llm}/v1")
+    # Written in time: the whole line, not cut.
+    set_script(scripted_llm, [" How do I", " change my", " password?\nCzech: x"])
+    line = translate_fewshot_by(role, "Jak si změním heslo?", deadline_s=5)
+    assert (line.text, line.cut) == ("How do I change my password?", False)
+    _, seen = http_json("GET", f"{scripted_llm}/_requests")
+    assert seen[-1]["body"]["stream"] is True and seen[-1]["body"]["stop"] == ["\n"]
+    # A word every 0.4 s: at a 1 s deadline the search gets what was written by then.
+    set_script(scripted_llm, [" How do I", " change my", " password?", " Now"], delay_s=0.4)
+    t0 = time.monotonic()
+    line = translate_fewshot_by(role, "Jak si změním heslo?", deadline_s=1.0)
+    waited = time.monotonic() - t0
+    assert line.cut and line.text == "How do I change my password?", line
+    assert waited < 1.5, waited
+    # Nothing written by the deadline: "" (the turn searches the question as asked).
+    set_script(scripted_llm, [" How"], stall_s=3)
+    t0 = time.monotonic()
+    line = translate_fewshot_by(role, "Jak?", deadline_s=0.5)
+    assert (line.text, line.cut) == ("", True) and time.monotonic() - t0 < 1.0
+    set_script(scripted_llm, ["x"], status=500)
+    with pytest.raises(ModelError):
+        translate_fewshot_by(role, "Jak?", deadline_s=5)
+
+
 DB = "corpus_crosslingual"
 
 
@@ -298,6 +327,7 @@ def fewshot_stack(services: stack.Supervisor, scripted_llm: str) -> Iterator[Sta
         **scripted_roles(scripted_llm),
         "ASSISTANT_TRANSLATOR_BASE_URL": f"{scripted_llm}/v1",
         "ASSISTANT_TRANSLATOR_MODEL": "scripted-translator",
+        "ASSISTANT_TRANSLATE_DEADLINE_S": "1",
     })
     try:
         yield s
@@ -317,6 +347,13 @@ def test_czech_turn_searches_with_the_fewshot_translation(fewshot_stack: Stack,
     assert len(completions) == 1 and completions[0]["model"] == "scripted-translator"
     assert completions[0]["prompt"].endswith(
         "Czech: Jak funguje vyhledávání v dokumentaci?\nEnglish:")
+    # A translator slower than the deadline: the turn goes on with what it wrote by then.
+    set_script(scripted_llm, ["How does the search", " work?", "\n"], delay_s=2)
+    frames, done = ask(fewshot_stack.base_url, app_token(fewshot_stack),
+                       "Jak funguje vyhledávání v dokumentaci?")
+    assert done["type"] == "done", done
+    step = next(f for f in frames if f["type"] == "event" and f["step"] == "translate")
+    assert step.get("cut") is True and "fallback" not in step, step
     # An English question is searched as written: no translation call.
     set_script(scripted_llm, ["Hybrid [1]."])
     frames, done = ask(fewshot_stack.base_url, app_token(fewshot_stack),

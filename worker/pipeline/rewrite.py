@@ -4,6 +4,9 @@ rewrite a follow-up."""
 from __future__ import annotations
 
 import re
+import threading
+from dataclasses import dataclass
+from typing import Any
 
 import openai
 
@@ -74,6 +77,65 @@ def complete_line(role: ModelRole, prompt: str, timeout_s: float) -> str:
     except openai.OpenAIError as exc:
         raise ModelError(f"{role.name} call failed: {type(exc).__name__}") from exc
     return " ".join((resp.choices[0].text or "").split()).strip().strip('"').strip()
+
+
+@dataclass(frozen=True)
+class Line:
+    """A completion model's line, and whether a deadline ended it before the model did."""
+
+    text: str
+    cut: bool = False
+
+
+def stream_line(role: ModelRole, prompt: str, deadline_s: float) -> Line:
+    """A completion model's greedy next line after `prompt`, streamed, as far as it got within
+    `deadline_s` seconds (whitespace folded): the stream is closed at the deadline, so a slow
+    or busy model costs a turn no more than that."""
+    parts: list[str] = []
+    finished = threading.Event()
+    closing = threading.Event()
+    box: dict[str, Any] = {}
+
+    def read() -> None:
+        try:
+            stream = client_for(role, deadline_s + 5).completions.create(
+                model=role.model, prompt=prompt, temperature=0, max_tokens=80, stop=["\n"],
+                stream=True)
+            box["stream"] = stream
+            for chunk in stream:
+                if closing.is_set():
+                    break
+                if chunk.choices:
+                    parts.append(chunk.choices[0].text or "")
+        except openai.OpenAIError as exc:
+            box["error"] = exc
+        except Exception as exc:  # noqa: BLE001 - the stream closed under us at the deadline
+            box.setdefault("closed", exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=read, name="translate", daemon=True).start()
+    done = finished.wait(deadline_s)
+    if not done:
+        closing.set()
+        stream = box.get("stream")
+        if stream is not None:
+            try:
+                stream.close()  # the server stops writing the line nobody reads
+            except Exception:  # noqa: BLE001, S110 - closing is best effort
+                pass
+    elif "error" in box:
+        raise ModelError(f"{role.name} call failed: {type(box['error']).__name__}")
+    text = " ".join("".join(list(parts)).split("\n")[0].split()).strip().strip('"').strip()
+    return Line(text, cut=not done)
+
+
+def translate_fewshot_by(role: ModelRole, text: str, deadline_s: float,
+                         prompt_file: str = FEWSHOT_PROMPT) -> Line:
+    """translate_fewshot streamed under a deadline (a turn's translation step): what the
+    model wrote by then; "" when it wrote nothing."""
+    prompt = prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))
+    return stream_line(role, prompt, deadline_s)
 
 
 def rewrite_followup(role: ModelRole, message: str, history: tuple[Message, ...],

@@ -47,7 +47,7 @@ from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.rewrite import (
     looks_like_followup,
     rewrite_followup,
-    translate_fewshot,
+    translate_fewshot_by,
     translate_for_search,
 )
 from worker.pipeline.source_links import link_for, one_per_section, presented
@@ -130,8 +130,14 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
     elif s.fewshot_translates and lang == "cs":
         with emit.step("translate") as d:
             try:
-                search = translate_fewshot(s.translator, query)
+                line = translate_fewshot_by(s.translator, query, s.translate_deadline_s)
                 trace.models["translation"] = s.translator.model
+                search = line.text or query
+                if line.cut:
+                    # A busy translator costs the turn at most the deadline.
+                    d["cut"] = True
+                if not line.text:
+                    d["fallback"] = "original"
             except ModelError:
                 # The translation only helps the search: without it, search the original.
                 d["fallback"] = "original"
