@@ -124,7 +124,8 @@ def _eval_translator(s: Any, how: str) -> tuple[Any, Any, list[str], list[str]]:
                 return rewrite.translate_for_search(role, text, timeout_s=120), text
             line = rewrite.translate_fewshot_by(role, text, s.translate_deadline_s, prompt)
             if line.cut:
-                cut.append(text)
+                cut.append(text)  # as a turn: a cut line searches the original
+                return text, text
             if not line.text:
                 fallbacks.append(text)
             return line.text or text, text
@@ -158,5 +159,5 @@ def _pipeline_line(r: dict, name: str, how: str, turn_how: str, role: Any) -> st
             + (f"; {r['translation_fallbacks']} translations failed and searched the original"
                if r.get("translation_fallbacks") else "")
             + (f"; the translator's deadline ({r['translation_deadline_s']:g} s) cut "
-               f"{r['translation_cut']} translations"
+               f"{r['translation_cut']} translations, which searched the original"
                if r.get("translation_cut") else ""))

@@ -272,13 +272,13 @@ class Settings:
         choices=SWITCH)
     # The translator writes about 15-26 ms a token on 2 cores; a long question's line takes
     # up to about 1.2 s when the machine is quiet and several seconds when it is busy. At the
-    # deadline the search takes what was written by then: at 1 s no Czech figure moved on a
-    # quiet machine, at 0.8 s long questions lost (docs/benchmarks.md, "The translator
-    # under a deadline").
+    # deadline the question is searched as asked (half a line searched worse): at 1 s no
+    # Czech figure moved on a quiet machine (docs/benchmarks.md, "The translator under a
+    # deadline").
     translate_deadline_s: float = setting(
         "ASSISTANT_TRANSLATE_DEADLINE_S", SECONDS, 1.0,
-        "how long a Czech question waits for the offline translator; then the search uses "
-        "what was translated by then (or the question as asked)")
+        "how long a Czech question waits for the offline translator; then it is searched as "
+        "asked")
     rewrite_followups: bool = setting("ASSISTANT_REWRITE_FOLLOWUPS", BOOL, True,
                                       "rewrite follow-up questions to stand alone")
     answer_form: str = setting(
