@@ -276,6 +276,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._pause(float(script.get("stall_s") or 0), False)
             for i, chunk in enumerate(script["chunks"]):
+                if i == int(script.get("die_after", -1)):
+                    self.connection.shutdown(socket.SHUT_RDWR)  # dies mid-line
+                    self.close_connection = True
+                    return
                 stop = next((s for s in stops if s in chunk), None)
                 text = chunk.split(stop)[0] if stop else chunk
                 self._event({**head, "choices": [{"index": 0, "text": text,

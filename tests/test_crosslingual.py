@@ -199,6 +199,10 @@ def test_a_slow_translator_costs_a_turn_no_more_than_the_deadline(scripted_llm: 
     set_script(scripted_llm, ["x"], status=500)
     with pytest.raises(ModelError):
         translate_fewshot_by(role, "Jak?", deadline_s=5)
+    # A server that dies mid-line before the deadline: a failure, not a short line.
+    set_script(scripted_llm, [" How do I", " change my password?"], die_after=1)
+    with pytest.raises(ModelError):
+        translate_fewshot_by(role, "Jak si změním heslo?", deadline_s=5)
 
 
 DB = "corpus_crosslingual"

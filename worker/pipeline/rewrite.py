@@ -107,6 +107,8 @@ def stream_line(role: ModelRole, prompt: str, deadline_s: float) -> Line:
                     break
                 if chunk.choices:
                     parts.append(chunk.choices[0].text or "")
+                    if chunk.choices[0].finish_reason:
+                        box["finish"] = chunk.choices[0].finish_reason
         except openai.OpenAIError as exc:
             box["error"] = exc
         except Exception as exc:  # noqa: BLE001 - the stream closed under us at the deadline
@@ -124,8 +126,12 @@ def stream_line(role: ModelRole, prompt: str, deadline_s: float) -> Line:
                 stream.close()  # the server stops writing the line nobody reads
             except Exception:  # noqa: BLE001, S110 - closing is best effort
                 pass
-    elif "error" in box:
-        raise ModelError(f"{role.name} call failed: {type(box['error']).__name__}")
+    elif "finish" not in box:
+        # Failed, or the stream broke off (no finish reason) before the deadline: not a line
+        # to search with.
+        failure = box.get("error") or box.get("closed")
+        raise ModelError(f"{role.name} call failed: "
+                         f"{type(failure).__name__ if failure else 'the line broke off'}")
     text = " ".join("".join(list(parts)).split("\n")[0].split()).strip().strip('"').strip()
     return Line(text, cut=not done)
 
