@@ -123,12 +123,12 @@ def _eval_translator(s: Any, how: str) -> tuple[Any, Any, list[str], list[str]]:
             if how == "chat":
                 return rewrite.translate_for_search(role, text, timeout_s=120), text
             line = rewrite.translate_fewshot_by(role, text, s.translate_deadline_s, prompt)
+            # As a turn: a line cut or empty searches the original.
             if line.cut:
-                cut.append(text)  # as a turn: a cut line searches the original
-                return text, text
-            if not line.text:
+                cut.append(text)
+            elif not line.text:
                 fallbacks.append(text)
-            return line.text or text, text
+            return (line.text if line.usable else text), text
         except ModelError:
             fallbacks.append(text)
             return text, text

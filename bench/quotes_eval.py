@@ -71,7 +71,7 @@ def questions(which: str) -> list[dict]:
     after tuning ("heldout-quotes")."""
     if which == "heldout-quotes":
         return _load("quotes")
-    if which in ("heldout-fresh", "heldout-fresh2", "heldout-fresh3"):
+    if which.startswith("heldout-fresh"):
         return _load(which.removeprefix("heldout-"))
     dev, held, unans = _load("dev"), _load("heldout"), _load("unanswerable")
     tune = dev + [q for q in held if int(q["id"].split("-")[1]) <= 32] + \

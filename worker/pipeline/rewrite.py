@@ -64,9 +64,18 @@ def translate_fewshot(role: ModelRole, text: str, timeout_s: float = 30,
     # The examples: the app's own question-shaped interface strings with their English twins
     # (locale files, same key path), then three written by hand. The prompt's head is the
     # same for every question, so llama.cpp reuses its evaluated tokens from the last call.
+    return complete_line(role, fewshot_prompt(text, prompt_file), timeout_s) or text
+
+
+def fewshot_prompt(text: str, prompt_file: str = FEWSHOT_PROMPT) -> str:
+    """The few-shot prompt ending in the question's "Czech: ...\nEnglish:"."""
     # No newline after the last "English:": the model's line must continue it.
-    prompt = prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))
-    return complete_line(role, prompt, timeout_s) or text
+    return prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))
+
+
+def _folded(text: str) -> str:
+    """A model's line, whitespace folded and outer quotes dropped."""
+    return " ".join(text.split()).strip().strip('"').strip()
 
 
 def complete_line(role: ModelRole, prompt: str, timeout_s: float) -> str:
@@ -76,7 +85,7 @@ def complete_line(role: ModelRole, prompt: str, timeout_s: float) -> str:
             model=role.model, prompt=prompt, temperature=0, max_tokens=80, stop=["\n"])
     except openai.OpenAIError as exc:
         raise ModelError(f"{role.name} call failed: {type(exc).__name__}") from exc
-    return " ".join((resp.choices[0].text or "").split()).strip().strip('"').strip()
+    return _folded(resp.choices[0].text or "")
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,12 @@ class Line:
 
     text: str
     cut: bool = False
+
+    @property
+    def usable(self) -> bool:
+        """Whether to search with it: written whole (half a line searched worse than the
+        question as asked; docs/benchmarks.md, "The translator under a deadline")."""
+        return bool(self.text) and not self.cut
 
 
 def stream_line(role: ModelRole, prompt: str, deadline_s: float) -> Line:
@@ -132,16 +147,14 @@ def stream_line(role: ModelRole, prompt: str, deadline_s: float) -> Line:
         failure = box.get("error") or box.get("closed")
         raise ModelError(f"{role.name} call failed: "
                          f"{type(failure).__name__ if failure else 'the line broke off'}")
-    text = " ".join("".join(list(parts)).split("\n")[0].split()).strip().strip('"').strip()
-    return Line(text, cut=not done)
+    return Line(_folded("".join(list(parts)).split("\n")[0]), cut=not done)
 
 
 def translate_fewshot_by(role: ModelRole, text: str, deadline_s: float,
                          prompt_file: str = FEWSHOT_PROMPT) -> Line:
     """translate_fewshot streamed under a deadline (a turn's translation step): what the
     model wrote by then; "" when it wrote nothing."""
-    prompt = prompt_text(prompt_file).rstrip().format(text=" ".join(text.split()))
-    return stream_line(role, prompt, deadline_s)
+    return stream_line(role, fewshot_prompt(text, prompt_file), deadline_s)
 
 
 def rewrite_followup(role: ModelRole, message: str, history: tuple[Message, ...],

@@ -133,11 +133,8 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
                 line = translate_fewshot_by(s.translator, query, s.translate_deadline_s)
                 trace.models["translation"] = s.translator.model
                 if line.cut:
-                    # A busy translator costs the turn at most the deadline. Half a line
-                    # searched worse than the question as asked (docs/benchmarks.md, "The
-                    # translator under a deadline"): the original it is.
-                    d["cut"] = True
-                if line.text and not line.cut:
+                    d["cut"] = True  # a busy translator costs the turn at most the deadline
+                if line.usable:
                     search = line.text
                 else:
                     d["fallback"] = "original"
