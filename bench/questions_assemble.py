@@ -7,6 +7,12 @@ corpus_jobs/manifests/become.questions.json and records the questions' digest in
 (question_digest: the file's questions cannot change unnoticed; a test checks it).
 
     .venv/bin/python -m bench.questions_assemble /tmp/qviews 3
+
+A second round (`--add`) appends the questions of writers who saw each passage's first-round
+questions and asked about other details or from other angles (ROUND2 below says how), to the
+shipped file's, and records the new digest:
+
+    .venv/bin/python -m bench.questions_assemble /tmp/qviews2 4 --add
 """
 
 from __future__ import annotations
@@ -41,6 +47,23 @@ HOW = (
     "sha256 of the questions (question_digest): {digest}."
 )
 
+ROUND2 = (
+    " A second round was added on 2026-12-03 by four writers (capable models working for the "
+    "project, one share of the passages each), under the same rules of blindness (each passage "
+    "alone: its text, title, heading path, captions and its first-round questions; no "
+    "evaluation or question set, no ranking): 2 more questions in English and 2 in Czech a "
+    "passage (3, 1 or none as above), each about another fact of the passage or the same need "
+    "from another angle: a person's situation or problem in their own words, and a short "
+    "search-box query in everyday words with the synonyms a non-expert uses. Frozen when "
+    "assembled, before any measurement."
+)
+
+
+def _joined(old: dict, new: dict) -> dict:
+    """The first round's questions of a passage, then the second round's not already there."""
+    return {lang: list(dict.fromkeys([*(old.get(lang) or []), *(new.get(lang) or [])]))
+            for lang in LANGUAGES}
+
 
 def main() -> None:
     """Join the writers' files and write the data file."""
@@ -48,7 +71,10 @@ def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("writers", type=int)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--add", action="store_true",
+                    help="append a second round to the shipped file's questions")
     args = ap.parse_args()
+    shipped = json.loads(args.out.read_text(encoding="utf-8")) if args.add else None
     entries: dict[str, Entry] = {}
     for n in range(1, args.writers + 1):
         inputs = [json.loads(x) for x in
@@ -58,14 +84,27 @@ def main() -> None:
         if [p["key"] for p in inputs] != [q["key"] for q in outputs]:
             raise SystemExit(f"writer {n}: the keys are not the passages' keys in order")
         for p, q in zip(inputs, outputs, strict=True):
-            entries[p["key"]] = Entry(p["source"], p["section"], {
-                lang: tuple(" ".join(str(x).split()) for x in q.get(lang) or [])
-                for lang in LANGUAGES})
-    cf = QuestionFile("become-questions-2026-12-02", "2026-12-02", "", entries)
+            new = {lang: [" ".join(str(x).split()) for x in q.get(lang) or []]
+                   for lang in LANGUAGES}
+            if shipped is not None:
+                new = _joined(shipped["questions"].get(p["key"], {}), new)
+            entries[p["key"]] = Entry(p["source"], p["section"],
+                                      {lang: tuple(v) for lang, v in new.items()})
+    label, written = (("become-questions-2026-12-03", "2026-12-03") if shipped
+                      else ("become-questions-2026-12-02", "2026-12-02"))
+    cf = QuestionFile(label, written, "", entries)
     dump_question_file(args.out, cf, "become")
     data = json.loads(args.out.read_text(encoding="utf-8"))
     digest = question_digest(data["questions"])
-    data["how"] = HOW.format(digest=digest)
+    how = HOW.format(digest=digest)
+    if shipped is not None:
+        # The digest the first round was frozen with stays on record; the new one closes it.
+        first = shipped["how"].rsplit("(question_digest): ", 1)[1].rstrip(".")
+        how = (HOW.format(digest=first).replace(
+            "never edited, added to or dropped from after a result was seen",
+            "never edited or dropped from after a result was seen; the one addition is the "
+            "second round below, written as blind") + ROUND2 + f" sha256 of the questions (question_digest): {digest}.")
+    data["how"] = how
     args.out.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     n_q = sum(len(v[lang]) for v in data["questions"].values() for lang in LANGUAGES)
     print(f"{len(entries)} passages, {n_q} questions; question_digest {digest}; file sha256 "
