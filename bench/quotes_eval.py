@@ -49,15 +49,17 @@ SETS = {
     "fresh": REPO / "bench" / "retrieval" / "heldout-fresh.jsonl",
     "fresh2": REPO / "bench" / "retrieval" / "heldout-fresh2.jsonl",
     "fresh3": REPO / "bench" / "retrieval" / "heldout-fresh3.jsonl",
+    "fresh4": REPO / "bench" / "retrieval" / "heldout-fresh4.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
 # heldout-fresh: a second confirm set, written blind after the question views were chosen
 # (bench/retrieval/README.md), read once.
 # heldout-fresh2: a third, written blind before the span views were measured.
-# heldout-fresh3: a fourth, written blind before this session's changes were measured.
+# heldout-fresh3: a fourth, written blind before that session's changes were measured.
+# heldout-fresh4: a fifth, written blind before the second round of question views.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
-           "heldout-fresh3")
+           "heldout-fresh3", "heldout-fresh4")
 
 
 def _load(name: str) -> list[dict]:
