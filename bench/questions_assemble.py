@@ -8,11 +8,11 @@ corpus_jobs/manifests/become.questions.json and records the questions' digest in
 
     .venv/bin/python -m bench.questions_assemble /tmp/qviews 3
 
-A second round (`--add`) appends the questions of writers who saw each passage's first-round
-questions and asked about other details or from other angles (ROUND2 below says how), to the
+A later round (`--add N`) appends the questions of writers who saw each passage's earlier
+questions and asked about other details or from other angles (ROUNDS below says how), to the
 shipped file's, and records the new digest:
 
-    .venv/bin/python -m bench.questions_assemble /tmp/qviews2 4 --add
+    .venv/bin/python -m bench.questions_assemble /tmp/qviews2 4 --add 2
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ HOW = (
     "sha256 of the questions (question_digest): {digest}."
 )
 
-ROUND2 = (
+ROUNDS = {2: (
     " A second round was added on 2026-12-03 by four writers (capable models working for the "
     "project, one share of the passages each), under the same rules of blindness (each passage "
     "alone: its text, title, heading path, captions and its first-round questions; no "
@@ -56,11 +56,23 @@ ROUND2 = (
     "from another angle: a person's situation or problem in their own words, and a short "
     "search-box query in everyday words with the synonyms a non-expert uses. Frozen when "
     "assembled, before any measurement."
-)
+), 3: (
+    " A third round was added on 2026-12-03 by four writers, under the same rules of "
+    "blindness (each passage alone, with its earlier questions): 1 more question in English "
+    "and 1 in Czech a passage (2 for a long one, none where nothing is to ask), in styles the "
+    "earlier rounds lack: why the method or the app does something, what a term, figure or "
+    "message means; a developer's or operator's question in their own vocabulary on technical "
+    "passages, a question asked when something did not go as expected on user-facing ones. "
+    "Frozen when assembled, before any measurement."
+)}
+# The first round's promise, as later rounds amend it.
+FROZEN_ONCE = "never edited, added to or dropped from after a result was seen"
+FROZEN_ROUNDS = ("never edited or dropped from after a result was seen; the later rounds "
+                 "below were added, each written as blind")
 
 
 def _joined(old: dict, new: dict) -> dict:
-    """The first round's questions of a passage, then the second round's not already there."""
+    """A passage's earlier questions, then the new round's not already there."""
     return {lang: list(dict.fromkeys([*(old.get(lang) or []), *(new.get(lang) or [])]))
             for lang in LANGUAGES}
 
@@ -71,8 +83,8 @@ def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("writers", type=int)
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--add", action="store_true",
-                    help="append a second round to the shipped file's questions")
+    ap.add_argument("--add", type=int, choices=sorted(ROUNDS), default=None, metavar="ROUND",
+                    help="append this round to the shipped file's questions")
     args = ap.parse_args()
     shipped = json.loads(args.out.read_text(encoding="utf-8")) if args.add else None
     entries: dict[str, Entry] = {}
@@ -98,12 +110,9 @@ def main() -> None:
     digest = question_digest(data["questions"])
     how = HOW.format(digest=digest)
     if shipped is not None:
-        # The digest the first round was frozen with stays on record; the new one closes it.
-        first = shipped["how"].rsplit("(question_digest): ", 1)[1].rstrip(".")
-        how = (HOW.format(digest=first).replace(
-            "never edited, added to or dropped from after a result was seen",
-            "never edited or dropped from after a result was seen; the one addition is the "
-            "second round below, written as blind") + ROUND2 + f" sha256 of the questions (question_digest): {digest}.")
+        # Each round's digest stays on record; the new one closes the file.
+        how = (shipped["how"].replace(FROZEN_ONCE, FROZEN_ROUNDS) + ROUNDS[args.add]
+               + f" sha256 of the questions (question_digest): {digest}.")
     data["how"] = how
     args.out.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     n_q = sum(len(v[lang]) for v in data["questions"].values() for lang in LANGUAGES)
