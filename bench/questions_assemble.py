@@ -47,7 +47,7 @@ HOW = (
     "sha256 of the questions (question_digest): {digest}."
 )
 
-ROUNDS = {2: (
+ROUND2 = (
     " A second round was added on 2026-12-03 by four writers (capable models working for the "
     "project, one share of the passages each), under the same rules of blindness (each passage "
     "alone: its text, title, heading path, captions and its first-round questions; no "
@@ -56,10 +56,10 @@ ROUNDS = {2: (
     "from another angle: a person's situation or problem in their own words, and a short "
     "search-box query in everyday words with the synonyms a non-expert uses. Frozen when "
     "assembled, before any measurement."
-),
-    # Measured and not shipped (docs/benchmarks.md, "A second round of question views ..."):
-    # the file holds rounds 1 and 2.
-    3: (
+)
+# Measured and not shipped (docs/benchmarks.md, "A second round of question views ..."): the
+# file holds rounds 1 and 2.
+ROUND3 = (
     " A third round was added on 2026-12-03 by four writers, under the same rules of "
     "blindness (each passage alone, with its earlier questions): 1 more question in English "
     "and 1 in Czech a passage (2 for a long one, none where nothing is to ask), in styles the "
@@ -67,7 +67,8 @@ ROUNDS = {2: (
     "message means; a developer's or operator's question in their own vocabulary on technical "
     "passages, a question asked when something did not go as expected on user-facing ones. "
     "Frozen when assembled, before any measurement."
-)}
+)
+ROUNDS = {2: ROUND2, 3: ROUND3}
 # The first round's promise, as later rounds amend it.
 FROZEN_ONCE = "never edited, added to or dropped from after a result was seen"
 FROZEN_ROUNDS = ("never edited or dropped from after a result was seen; the later rounds "
