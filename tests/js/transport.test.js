@@ -133,6 +133,26 @@ test("a drop resumes on a new ticket after the last seq, with back-off", async (
   assert.equal(got.failed.length, 0);
 });
 
+test("a drop is a drop at once, even when the close handshake never completes (offline)", async () => {
+  const {link, got, timers, socket} = setup();
+  link.start(ASK);
+  await tick();
+  socket(0).open();
+  socket(0).frame(f(0, "accepted"));
+  // Offline, the server's closing frame never arrives: the browser fires onclose only after
+  // its closing-handshake timeout, so the socket's close() leads to no onclose here.
+  socket(0).close = function () { this.readyState = 2; };
+  link.drop();
+  await tick();
+  assert.equal(got.reconnecting, 1, "the drop is reported without waiting for onclose");
+  assert.equal(timers.pending.length, 1, "one resume is scheduled");
+  // A late onclose of the dropped socket (the handshake's timeout) changes nothing.
+  socket(0).closed();
+  await tick();
+  assert.equal(got.reconnecting, 1);
+  assert.equal(timers.pending.length, 1);
+});
+
 test("a server restart (close 1012) resumes at once, without the back-off", async () => {
   const {link, got, timers, socket} = setup();
   link.start(ASK);

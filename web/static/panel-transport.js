@@ -366,9 +366,16 @@
       this.on.failed({code: CANCELLED, message: ""});
     }
 
-    // What a dropped network connection does (a test hook): the turn resumes.
+    // What a dropped network connection does (a test hook): the turn resumes. The drop counts
+    // at once: offline, the socket's close handshake never completes and its onclose would
+    // come only after the browser's handshake timeout (the old socket's handlers ignore it).
     drop() {
-      if (this.ws) this.ws.close();
+      const ws = this.ws;
+      if (ws) {
+        this.ws = null;
+        ws.close();
+        this.dropped();
+      }
       if (this.stream) {
         const ctl = this.stream;
         this.stream = null;
