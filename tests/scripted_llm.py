@@ -245,7 +245,8 @@ class Handler(BaseHTTPRequestHandler):
         time.sleep(max(0.0, end - time.monotonic()))
 
     def _completion(self, body: dict[str, Any]) -> None:
-        """A (non-streamed) text completion, cut at the first stop string as servers do."""
+        """A text completion (streamed when asked), cut at the first stop string as servers
+        do."""
         with State.lock:
             State.requests.append({"headers": dict(self.headers), "body": body,
                                    "path": self.path})
@@ -253,13 +254,14 @@ class Handler(BaseHTTPRequestHandler):
         if script.get("status"):
             self._json(int(script["status"]), {"error": {"message": "scripted failure"}})
             return
-        text = "".join(script["chunks"])
         stops = body.get("stop") or []
-        for stop in [stops] if isinstance(stops, str) else stops:
-            text = text.split(stop)[0]
+        stops = [stops] if isinstance(stops, str) else stops
         if body.get("stream"):
-            self._completion_stream(script, [stops] if isinstance(stops, str) else stops)
+            self._completion_stream(script, stops)
             return
+        text = "".join(script["chunks"])
+        for stop in stops:
+            text = text.split(stop)[0]
         self._json(200, {"id": "x", "object": "text_completion", "model": "scripted",
                          "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
                          "usage": {"prompt_tokens": 11, "completion_tokens": 3,

@@ -88,6 +88,16 @@ function setup(extra) {
 
 const f = (seq, type, fields) => Object.assign({type: type, turn: TURN, seq: seq}, fields || {});
 
+// A turn asked on its socket, opened and accepted by the server.
+async function accepted(extra) {
+  const t = setup(extra);
+  t.link.start(ASK);
+  await tick();
+  t.socket(0).open();
+  t.socket(0).frame(f(0, "accepted"));
+  return t;
+}
+
 test("the ask goes on the ticketed socket; frames come through once, pings not at all", async () => {
   const {link, got, socket} = setup();
   link.start(ASK);
@@ -134,11 +144,7 @@ test("a drop resumes on a new ticket after the last seq, with back-off", async (
 });
 
 test("a drop is a drop at once, even when the close handshake never completes (offline)", async () => {
-  const {link, got, timers, socket} = setup();
-  link.start(ASK);
-  await tick();
-  socket(0).open();
-  socket(0).frame(f(0, "accepted"));
+  const {link, got, timers, socket} = await accepted();
   // Offline, the server's closing frame never arrives: the browser fires onclose only after
   // its closing-handshake timeout, so the socket's close() leads to no onclose here.
   socket(0).close = function () { this.readyState = 2; };
@@ -154,11 +160,7 @@ test("a drop is a drop at once, even when the close handshake never completes (o
 });
 
 test("a server restart (close 1012) resumes at once, without the back-off", async () => {
-  const {link, got, timers, socket} = setup();
-  link.start(ASK);
-  await tick();
-  socket(0).open();
-  socket(0).frame(f(0, "accepted"));
+  const {link, got, timers, socket} = await accepted();
   socket(0).frame(f(1, "token", {text: "x"}));
   socket(0).closeWith(RESTART_CLOSE);
   await tick();
@@ -178,11 +180,7 @@ test("a server restart (close 1012) resumes at once, without the back-off", asyn
 test("drops go on being tried while the replay log lives; a new frame resets the pause",
   async () => {
     let clock = 0;
-    const {link, got, timers, socket} = setup({now: () => clock, giveUpMs: 60000});
-    link.start(ASK);
-    await tick();
-    socket(0).open();
-    socket(0).frame(f(0, "accepted"));
+    const {link, got, timers, socket} = await accepted({now: () => clock, giveUpMs: 60000});
     const delays = [];
     let n = 0;
     for (;;) {
