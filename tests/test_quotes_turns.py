@@ -78,6 +78,17 @@ def test_an_off_topic_question_gets_i_dont_know_with_nearest_sections(
     assert 1 <= len(block["nearest"]) <= 3 and all(n["ask"] for n in block["nearest"])
 
 
+def test_a_question_naming_what_the_documentation_never_uses_gets_i_dont_know(
+        quotes_stack: Stack) -> None:
+    """On topic, but about a product the documentation never mentions: said, not quoted."""
+    _, done = _turn(quotes_stack, "Can the search run on Apache Solr instead of PostgreSQL?")
+    block = done["structured"]
+    assert block["outcome"] == "dont_know" and block["quotes"] == [], done["answer"]
+    assert done["answer"].startswith("I don't know: the documentation I can search does not "
+                                     "answer this. It never uses the words “Apache” and “Solr”.")
+    assert all(c["valid"] is True for c in done["checks"].values()), done["checks"]
+
+
 def test_a_czech_question_gets_czech_wording(quotes_stack: Stack) -> None:
     _, done = _turn(quotes_stack, "Jak funguje vyhledávání v dokumentaci?")
     assert done["language"] == "cs"

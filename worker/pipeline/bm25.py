@@ -116,6 +116,13 @@ class LexicalIndex:
         """The first STEM letters of every indexed word of 3 letters or more, once per index."""
         return frozenset(t[:STEM] for t in self.bm25.idf if len(t) >= 3)
 
+    def uses(self, word: str) -> bool:
+        """Whether the corpus uses this word or an inflected form of it (the same first STEM
+        letters, as coverage reads them)."""
+        tokens = tokenize(word, self.folded, self.lemmas)
+        return bool(tokens) and all(t in self.bm25.idf or (len(t) >= 3 and t[:STEM] in self.stems)
+                                    for t in tokens)
+
     @cached_property
     def idf_max(self) -> float:
         """The rarest indexed word's idf (a word the corpus never uses weighs as much)."""

@@ -18,9 +18,12 @@ WORDING: dict[str, dict[str, str]] = {
     "en": {
         "lead_in": "Here is what the documentation says, in its own words:",
         "dont_know": "I don't know: the documentation I can search does not answer this.",
+        "unknown_one": "It never uses the word {names}.",
+        "unknown_many": "It never uses the words {names}.",
         "clarify": "Did you mean {options}?",
         "clarify_none": "Could you say which part of BeCoMe or its app you are asking about?",
         "or": "or",
+        "and": "and",
         "ask": "What does the documentation say about “{section}”?",
         "english": "The documentation says this in English.",
         "czech": "The documentation says this in Czech.",
@@ -29,9 +32,12 @@ WORDING: dict[str, dict[str, str]] = {
     "cs": {
         "lead_in": "Dokumentace o tom doslova říká:",
         "dont_know": "To nevím: dokumentace, kterou mohu prohledat, na to neodpovídá.",
+        "unknown_one": "Slovo {names} v ní nikde není.",
+        "unknown_many": "Slova {names} v ní nikde nejsou.",
         "clarify": "Myslíte {options}?",
         "clarify_none": "Můžete upřesnit, na kterou část metody BeCoMe nebo aplikace se ptáte?",
         "or": "nebo",
+        "and": "a",
         "ask": "Co říká dokumentace o části „{section}“?",
         "english": "Dokumentace to uvádí anglicky.",
         "open": "„", "close": "“",
@@ -103,18 +109,19 @@ def _ask(w: dict[str, str], section: str) -> str:
     return template.format(section=section)
 
 
-def _options(names: Sequence[str], w: dict[str, str]) -> str:
+def _options(names: Sequence[str], w: dict[str, str], joiner: str = "or") -> str:
     quoted = [f"{w['open']}{n}{w['close']}" for n in names]
     if len(quoted) == 1:
         return quoted[0]
-    return ", ".join(quoted[:-1]) + f" {w['or']} " + quoted[-1]
+    return ", ".join(quoted[:-1]) + f" {w[joiner]} " + quoted[-1]
 
 
 def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
-            lead: Sequence[str] = ()) -> QuotesAnswer:
+            lead: Sequence[str] = (), strange: Sequence[str] = ()) -> QuotesAnswer:
     """The answer from the chosen spans; "I don't know" when there are none.
 
-    `lead`: paragraphs written in code before the quotes (a project's key figures)."""
+    `lead`: paragraphs written in code before the quotes (a project's key figures);
+    `strange`: the question's names the corpus never uses, which "I don't know" says."""
     w = wording(lang)
     if not chosen:
         names = list(dict.fromkeys(_name(p, lang) for p in passages if leaf(p.section)))
@@ -125,9 +132,11 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                          "section": heading(p) if is_locale(p.source) else p.section,
                          "source": p.source, "ask": _ask(w, heading(p))}
                         for p in _distinct_sections(passages)[:MAX_NEAREST])
-        body = [*lead] if lead else [w["dont_know"], question]
+        unused = (" " + w["unknown_many" if len(strange) > 1 else "unknown_one"].format(
+            names=_options(strange, w, "and")) if strange else "")
+        body = [*lead] if lead else [w["dont_know"] + unused, question]
         named = tuple(dict.fromkeys([*names, *(n[k] for n in nearest
-                                               for k in ("title", "section"))]))
+                                               for k in ("title", "section")), *strange]))
         return QuotesAnswer("\n\n".join(body), "answer" if lead else "dont_know", (), (),
                             None if lead else question, () if lead else nearest, tuple(lead),
                             () if lead else named)

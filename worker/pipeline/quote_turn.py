@@ -14,6 +14,7 @@ from shared import corpus_store
 from shared.config import Settings
 from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
+from worker.pipeline.names import unknown
 from worker.pipeline.project_summary import summary_lines
 from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans, wording
 from worker.pipeline.quotes import (
@@ -76,11 +77,14 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     asked = max((views.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
     familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
         if reads_vocabulary(WEIGHTS, english) else 0.0
+    # A name of the question the corpus never uses (GraphQL, Zoom) is something it cannot
+    # speak of; a project question's names are its experts', read from the project.
+    strange = unknown(questions[0], lexical.uses) if project is None else []
     chosen = choose(ranked, passages, spans, covered, english=english, asked=asked,
-                    familiar=familiar)
+                    familiar=familiar, strange=bool(strange))
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
-    answer = compose(chosen, passages, lang, lead)
+    answer = compose(chosen, passages, lang, lead, strange)
     # Verified, not assumed: each quote is looked up in its own passage's text
     # (docs/spec/behaviour.md B-26).
     quotes = tuple({**q, "found": bool(q["text"].strip())

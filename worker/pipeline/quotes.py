@@ -106,6 +106,14 @@ class Weights:
     # first quote's figures did not move at .05-.2 (all, fresh, fresh2); at .2 one of two
     # Czech quotes to English questions of the fresh set became English (docs/benchmarks.md).
     czech_span: float = 0.2
+    # Subtracted from the decision score when the question names something the corpus never
+    # uses (names.unknown: GraphQL, WCAG, Zoom); math.inf says "I don't know" outright, 0 is
+    # off. Over the six read sets the veto said "I don't know" on 7 more of 55 English and 11
+    # more of 55 Czech unanswerable questions and on 1 more of 311 answerable ones; a penalty
+    # of .4 / 2 caught fewer at the same cost (docs/benchmarks.md, "Names the documentation
+    # never uses").
+    strange: float = math.inf
+    strange_other: float = math.inf
 
 
 WEIGHTS = Weights()
@@ -262,27 +270,29 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
 
 def decision(ranked: Sequence[Candidate], covered: float, top: float,
              weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
-             familiar: float = 0.0) -> float:
+             familiar: float = 0.0, strange: bool = False) -> float:
     """The score "I don't know" is decided on: the best span's match, plus the weighted
     coverage, plus the weighted retrieval confidence `top` (the best fused score), plus the
     weighted best question-view similarity `asked` (Weights.question), plus the weighted share
-    of the question's words the corpus knows, `familiar` (Weights.vocabulary; see known)."""
-    weight, conf, views, vocab = (
-        (weights.coverage, weights.confidence, weights.question, weights.vocabulary) if english
+    of the question's words the corpus knows, `familiar` (Weights.vocabulary; see known),
+    less Weights.strange when the question names something the corpus never uses."""
+    weight, conf, views, vocab, penalty = (
+        (weights.coverage, weights.confidence, weights.question, weights.vocabulary,
+         weights.strange) if english
         else (weights.coverage_other, weights.confidence_other, weights.question_other,
-              weights.vocabulary_other))
+              weights.vocabulary_other, weights.strange_other))
     return (max((c.match for c in ranked), default=0.0) + weight * covered + conf * top
-            + views * asked + vocab * familiar)
+            + views * asked + vocab * familiar - (penalty if strange else 0.0))
 
 
 def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
             english: bool = True, top: float = 0.0, asked: float = 0.0,
-            familiar: float = 0.0) -> bool:
+            familiar: float = 0.0, strange: bool = False) -> bool:
     """Whether the spans answer at all: the decision score clears the threshold (see
     Weights.threshold)."""
     threshold = weights.threshold if english else weights.threshold_other
     return bool(ranked) and decision(ranked, covered, top, weights, english, asked,
-                                     familiar) >= threshold
+                                     familiar, strange) >= threshold
 
 
 def reads_vocabulary(weights: Weights, english: bool) -> bool:
@@ -303,12 +313,13 @@ def ranks_by_question_views(weights: Weights, english: bool) -> bool:
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
            weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
-           familiar: float = 0.0) -> list[Candidate]:
+           familiar: float = 0.0, strange: bool = False) -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping;
     nothing when they do not answer (see answers; `asked`: the best question-view
-    similarity of the passages coverage reads; `familiar`: see known)."""
+    similarity of the passages coverage reads; `familiar`: see known; `strange`: the
+    question names something the corpus never uses)."""
     top = max((p.score for p in passages[:COVERED]), default=0.0)
-    if not answers(ranked, covered, weights, english, top, asked, familiar):
+    if not answers(ranked, covered, weights, english, top, asked, familiar, strange):
         return []
     best = ranked[0].score
     chosen: list[Candidate] = []

@@ -1,0 +1,102 @@
+"""Names a question uses that the corpus never does: found, and said in "I don't know"."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from shared.passage import Passage
+from shared.spans import split_spans
+from tests.test_quotes import _request
+from worker.pipeline.bm25 import LexicalIndex, Postings, tokenize
+from worker.pipeline.names import names, unknown
+from worker.pipeline.quote_answer import compose
+from worker.pipeline.quotes import Weights, choose, decision, rank_spans
+from worker.pipeline.turn import run_checks
+from worker.pipeline.types import Retrieval
+
+API = ("The REST API runs on FastAPI. Start the backend with Docker Compose; "
+       "it listens on port 8000. Install the dependencies with Python and uv.")
+
+
+def _passage(text: str = API) -> Passage:
+    return Passage("a", "api/README.md", "API", "# API > ## Running it", "en", text, text,
+                   False)
+
+
+def _lexical(*texts: str) -> LexicalIndex:
+    passages = tuple(_passage(t) for t in texts)
+    bm25 = BM25Okapi([tokenize(p.index_text, split=True) for p in passages])
+    return LexicalIndex("v", False, False, True, passages, bm25,
+                        np.array([p.lang for p in passages]), {p.id: p for p in passages},
+                        Postings(bm25))
+
+
+def test_names_are_capitals_inside_a_sentence_acronyms_and_letters_with_digits() -> None:
+    assert names("Does the web app meet WCAG 2.1 AA accessibility requirements?") == \
+        ["WCAG", "AA"]
+    assert names("Is there a GraphQL endpoint? Or only REST?") == ["GraphQL", "REST"]
+    assert names("Can I print the result as an A0 poster?") == ["A0"]
+    assert names("Jde BeCoMe propojit se Zoomem?") == ["BeCoMe", "Zoomem"]
+
+
+def test_a_sentences_first_word_a_quoted_label_numbers_and_identifiers_are_no_names() -> None:
+    assert names("How do I invite experts? Where is the button?") == []
+    assert names("Kde najdu „Nastavení“ a tlačítko \"Save\"?") == []
+    assert names("What does calculate_compromise return for 3 experts in 2024?") == []
+    assert names("I sorted ExpertOpinion objects; what decides the order?") == \
+        ["ExpertOpinion"]
+
+
+def test_unknown_names_are_the_ones_the_corpus_never_uses_in_any_form() -> None:
+    lexical = _lexical(API)
+    assert lexical.uses("Docker") and lexical.uses("FastAPI")
+    # An inflected form shares the first letters (Czech cases): Dockeru, Pythonu.
+    assert lexical.uses("Dockeru") and lexical.uses("Pythonu")
+    assert not lexical.uses("GraphQL") and not lexical.uses("Zoomem")
+    assert unknown("Is there a GraphQL endpoint next to the REST API on FastAPI?",
+                   lexical.uses) == ["GraphQL"]
+    assert unknown("Můžu backend spustit i bez Dockeru?", lexical.uses) == []
+
+
+def _vectors(texts: Sequence[str], kind: str) -> list[list[float]]:
+    return [[1.0, 0.5] for _ in texts]
+
+
+def test_a_question_naming_what_the_corpus_never_uses_gets_i_dont_know() -> None:
+    passages = [_passage()]
+    spans = [split_spans(API)]
+    ranked = rank_spans(["Is there a GraphQL endpoint next to the REST API?"], passages, spans,
+                        _vectors, lambda t: 1.0)
+    open_door = Weights(threshold=0.0)
+    assert choose(ranked, passages, spans, 1.0, open_door)
+    assert choose(ranked, passages, spans, 1.0, open_door, strange=False)
+    veto = Weights(threshold=0.0, strange=math.inf)
+    assert choose(ranked, passages, spans, 1.0, veto, strange=True) == []
+    # As a penalty: the decision falls by exactly the weight.
+    soft = Weights(strange=0.3)
+    assert math.isclose(decision(ranked, 1.0, 0.0, soft, strange=True),
+                        decision(ranked, 1.0, 0.0, soft) - 0.3)
+
+
+def test_i_dont_know_says_which_words_the_documentation_never_uses() -> None:
+    passages = [_passage()]
+    en = compose([], passages, "en", strange=["GraphQL"])
+    assert en.outcome == "dont_know"
+    assert en.text.startswith("I don't know: the documentation I can search does not answer "
+                              "this. It never uses the word “GraphQL”.")
+    two = compose([], passages, "en", strange=["WCAG", "AA"])
+    assert "It never uses the words “WCAG” and “AA”." in two.text
+    cs = compose([], passages, "cs", strange=["Zoomem"])
+    assert "Slovo „Zoomem“ v ní nikde není." in cs.text
+    assert compose([], passages, "en").text.startswith(
+        "I don't know: the documentation I can search does not answer this.\n\n")
+    # A name with a digit is the asker's own word: the number check grounds it.
+    a0 = compose([], passages, "en", strange=["A0"])
+    checks = run_checks(a0.text, Retrieval(a0.passages, "v", "q"),
+                        _request("Can I print the result as an A0 poster?"), None, True,
+                        written_in_code=True, named=a0.named)
+    assert checks["numbers"]["valid"], checks["numbers"]
