@@ -51,6 +51,15 @@ def test_a_sentences_first_word_a_quoted_label_numbers_and_identifiers_are_no_na
         ["ExpertOpinion"]
 
 
+def test_a_shouted_or_title_case_question_has_no_names_by_its_capitals() -> None:
+    assert names("HOW DO I INVITE EXPERTS TO MY PROJECT?") == []
+    assert names("How Do I Invite Experts To My Project?") == []
+    # Two names in a short question are no Title Case.
+    assert names("Jde BeCoMe provozovat na Raspberry Pi?") == ["BeCoMe", "Raspberry", "Pi"]
+    # Letters with digits still name something, whatever the case.
+    assert names("CAN I PRINT IT AS AN A0 POSTER?") == ["A0"]
+
+
 def test_unknown_names_are_the_ones_the_corpus_never_uses_in_any_form() -> None:
     lexical = _lexical(API)
     assert lexical.uses("Docker") and lexical.uses("FastAPI")
@@ -60,6 +69,9 @@ def test_unknown_names_are_the_ones_the_corpus_never_uses_in_any_form() -> None:
     assert unknown("Is there a GraphQL endpoint next to the REST API on FastAPI?",
                    lexical.uses) == ["GraphQL"]
     assert unknown("Můžu backend spustit i bez Dockeru?", lexical.uses) == []
+    # A version after a known word names that word; a bare letter with digits stays strange.
+    assert unknown("Does it run on Python3 and uv?", lexical.uses) == []
+    assert unknown("Can I print the result as an A0 poster?", lexical.uses) == ["A0"]
 
 
 def _vectors(texts: Sequence[str], kind: str) -> list[list[float]]:

@@ -9,26 +9,41 @@ from collections.abc import Callable
 WORD = re.compile(r"\w+", re.UNICODE)
 # What may stand before a sentence's first word, whose capital says nothing.
 OPENERS = ".?!:;\"'“”„‘’«»([*-–—"
+# A version or a size after a word the corpus knows (Python3, macOS14) names that word.
+TRAILING_DIGITS = re.compile(r"\d+$")
+# More than this share of a question's words in capitals (SHOUTED), or of the words inside its
+# sentences starting with one (Title Case): its capitals say nothing about names. Two names in
+# a short question are 3 of 5 ("Jde BeCoMe provozovat na Raspberry Pi?").
+CAPITALS_SHARE = 0.5
+TITLE_SHARE = 0.75
 
 
 def names(question: str) -> list[str]:
     """The words written as names, in order, once each: a capital letter not at a sentence's
     start, two capitals or more (an acronym, GraphQL), or letters and digits together (A0)."""
+    words = [m for m in WORD.finditer(question)
+             if len(m.group(0)) >= 2 and not m.group(0).isdigit() and "_" not in m.group(0)]
+    if not words:
+        return []
+    opening = [not (b := question[:m.start()].rstrip()) or b[-1] in OPENERS for m in words]
+    inner = [m.group(0) for m, first in zip(words, opening, strict=True) if not first]
+    shouted = sum(m.group(0).isupper() for m in words) > CAPITALS_SHARE * len(words)
+    titled = len(inner) >= 3 and sum(w[0].isupper() for w in inner) > TITLE_SHARE * len(inner)
     out: list[str] = []
-    for m in WORD.finditer(question):
+    for m, first in zip(words, opening, strict=True):
         word = m.group(0)
-        if len(word) < 2 or word.isdigit() or "_" in word:
-            continue  # a letter, a number, an identifier (snake_case is written as such)
-        before = question[:m.start()].rstrip()
-        opening = not before or before[-1] in OPENERS
-        capitals = sum(c.isupper() for c in word)
+        acronym = sum(c.isupper() for c in word) >= 2 and not shouted
         mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
-        if (capitals >= 2 or mixed or (word[0].isupper() and not opening)) \
-                and word not in out:
+        inside = word[0].isupper() and not first and not titled and not shouted
+        if (acronym or mixed or inside) and word not in out:
             out.append(word)
     return out
 
 
 def unknown(question: str, known: Callable[[str], bool]) -> list[str]:
     """The question's names (see names) that `known` says the corpus never uses."""
-    return [w for w in names(question) if not known(w)]
+    def used(word: str) -> bool:
+        stem = TRAILING_DIGITS.sub("", word)
+        return known(word) or (stem != word and len(stem) >= 3 and known(stem))
+
+    return [w for w in names(question) if not used(w)]
