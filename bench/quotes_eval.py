@@ -258,6 +258,7 @@ VARIANTS: dict[str, dict] = {
     **{f"vocabulary {w:g} en only": {"vocabulary": w} for w in (1.5, 2.0, 3.0)},
     **{f"views {w:g}": {"views": w, "views_other": w} for w in (0.25, 0.5, 1.0, 2.0)},
     **{f"views {w:g} cs only": {"views_other": w} for w in (0.5, 1.0, 2.0)},
+    **{f"views {w:g} en only": {"views": w} for w in (0.25, 0.5, 1.0, 2.0)},
     # A question naming something the corpus never uses (Weights.strange; inf: a veto).
     **{f"strange {w:g}": {"strange": w, "strange_other": w} for w in (0.1, 0.2, 0.5)},
     **{f"strange {w:g} cs": {"strange_other": w} for w in (0.5, 1.0, 2.0)},
