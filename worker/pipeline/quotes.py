@@ -108,10 +108,10 @@ class Weights:
     czech_span: float = 0.2
     # Subtracted from the decision score when the question names something the corpus never
     # uses (names.unknown: GraphQL, WCAG, Zoom); math.inf says "I don't know" outright, 0 is
-    # off. Over the six read sets the veto said "I don't know" on 7 more of 55 English and 11
-    # more of 55 Czech unanswerable questions and on 1 more of 311 answerable ones; a penalty
-    # of .4 / 2 caught fewer at the same cost (docs/benchmarks.md, "Names the documentation
-    # never uses").
+    # off. Over seven sets (six read, one blind) the veto said "I don't know" on 7 more of 63
+    # English and 13 more of 63 Czech unanswerable questions, and on 2 more of 351 answerable
+    # ones; a penalty of .4 / 2 caught fewer at the same cost (docs/benchmarks.md, "Names the
+    # documentation never uses").
     strange: float = math.inf
     strange_other: float = math.inf
 
