@@ -113,10 +113,3 @@ def test_i_dont_know_says_which_words_the_documentation_never_uses() -> None:
                         written_in_code=True, named=a0.named)
     assert checks["numbers"]["valid"], checks["numbers"]
 
-
-def test_the_flips_bench_reads_a_setting_as_changed_weights() -> None:
-    from bench.quotes_flips import setting
-
-    name, weights = setting("veto=strange:inf,strange_other:inf")
-    assert name == "veto" and weights.strange == weights.strange_other == math.inf
-    assert setting("off=strange:0")[1].strange == 0.0

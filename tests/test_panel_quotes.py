@@ -281,6 +281,28 @@ def test_project_figures_sit_above_the_chart_and_the_quotes_below(
 
 
 @pytest.mark.browser
+def test_a_nearest_section_that_is_its_pages_whole_title_is_named_once(
+        scripted_stack: Stack, panel_factory: Any) -> None:  # noqa: F811
+    """A page's opening section has the page's title as its only heading: the button says
+    "What BeCoMe does", not "What BeCoMe does › What BeCoMe does"."""
+    p = panel_factory(scripted_stack, bypass_csp=True)
+    page = p.page
+    done = quotes_done("en", "dont_know")
+    done["structured"] = {**done["structured"], "nearest": [
+        {"title": "What BeCoMe does", "section": "# What BeCoMe does",
+         "source": "docs/user/what-it-does.md",
+         "ask": "What does the documentation say about “What BeCoMe does”?"},
+        dict(NEAREST[0])]}
+    Socket(page, [done])
+    p.ask("Is there a Chrome extension?")
+    p.wait_done()
+    buttons = page.locator(f"{LAST_TURN} .ba-nearest button")
+    assert buttons.all_inner_texts() == ["What BeCoMe does",
+                                         "Reading the result › The four figures"]
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_structured_prose_figures_only_and_sources_off_answers(scripted_stack: Stack,
                                                        panel_factory: Any) -> None:  # noqa: F811
     p = panel_factory(scripted_stack, bypass_csp=True)

@@ -140,9 +140,11 @@
   }
 
   // A section path without its title, parts joined by ›.
+  // A section's path without its page's title; a page's opening section (its title its only
+  // heading) is no section of its own, so its button names the page once.
   function sectionOf(section, title) {
     const parts = String(section).split(" > ").map(plainHeading).filter((p) => p);
-    if (parts.length > 1 && parts[0] === title) parts.shift();
+    if (parts.length && parts[0] === title) parts.shift();
     return parts.join(" › ");
   }
 
