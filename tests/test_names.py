@@ -69,6 +69,9 @@ def test_unknown_names_are_the_ones_the_corpus_never_uses_in_any_form() -> None:
     assert unknown("Is there a GraphQL endpoint next to the REST API on FastAPI?",
                    lexical.uses) == ["GraphQL"]
     assert unknown("Můžu backend spustit i bez Dockeru?", lexical.uses) == []
+    # A person of the asker's project is no strange name, in any Czech case.
+    assert unknown("Can Alice see my estimate, or only Bob?", lexical.uses) == []
+    assert unknown("Vidí Petrovi nebo Evě můj odhad?", lexical.uses) == []
     # A version after a known word names that word; a bare letter with digits stays strange.
     assert unknown("Does it run on Python3 and uv?", lexical.uses) == []
     assert unknown("Can I print the result as an A0 poster?", lexical.uses) == ["A0"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from worker.pipeline.given_names import given
+
 WORD = re.compile(r"\w+", re.UNICODE)
 # What may stand before a sentence's first word, whose capital says nothing.
 OPENERS = ".?!:;\"'“”„‘’«»([*-–—"
@@ -41,9 +43,10 @@ def names(question: str) -> list[str]:
 
 
 def unknown(question: str, known: Callable[[str], bool]) -> list[str]:
-    """The question's names (see names) that `known` says the corpus never uses."""
+    """The question's names (see names) that `known` says the corpus never uses; a person's
+    given name is none (given_names: "Can Bob see my estimate?" asks about the app)."""
     def used(word: str) -> bool:
         stem = TRAILING_DIGITS.sub("", word)
-        return known(word) or (stem != word and len(stem) >= 3 and known(stem))
+        return known(word) or given(word) or (stem != word and len(stem) >= 3 and known(stem))
 
     return [w for w in names(question) if not used(w)]
