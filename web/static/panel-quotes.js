@@ -139,9 +139,8 @@
     return frag;
   }
 
-  // A section path without its title, parts joined by ›.
-  // A section's path without its page's title; a page's opening section (its title its only
-  // heading) is no section of its own, so its button names the page once.
+  // A section's path without its page's title, parts joined by ›; a page's opening section
+  // (the title its only heading) is no section of its own, so its button names the page once.
   function sectionOf(section, title) {
     const parts = String(section).split(" > ").map(plainHeading).filter((p) => p);
     if (parts.length && parts[0] === title) parts.shift();
