@@ -163,6 +163,28 @@ def test_a_span_that_repeats_the_question_is_no_answer() -> None:
     assert chosen[0].text.startswith("Open your project")
 
 
+def test_a_follow_up_is_not_given_the_quotes_it_was_given_before() -> None:
+    """A follow-up searched with its earlier question finds the same spans: an answer that
+    would repeat the last one word for word gives way to the next best spans, unless nothing
+    else is left; an answer that repeats only part of it stays."""
+    passages = [_p("a", METHOD), _p("b", FAQ, "invite", source="faq.json")]
+    ranked, spans = _rank("how do I invite experts by email", passages)
+    first = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0))
+    said = "Here is what the documentation says: " + " ".join(
+        f"“{c.text}” [1]" for c in first)
+    again = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0), said=said)
+    assert again and all(c.text not in said for c in again)
+    # Everything said already: the best is given again rather than nothing.
+    everything = " ".join(c.text for c in ranked)
+    assert choose(ranked, passages, spans, 1.0, Weights(threshold=0.0), said=everything)
+    # Passages that are no weak matches, so that more than one span may be quoted.
+    passages = [dataclasses.replace(p, score=1.0) for p in passages]
+    wide = Weights(threshold=0.0, margin=10.0)
+    three = choose(ranked, passages, spans, 1.0, wide)
+    assert len(three) == 3
+    assert choose(ranked, passages, spans, 1.0, wide, said=f"“{three[0].text}” [1]") == three
+
+
 def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
     passages = [_p("a", METHOD, "# Doc > ## Step 4: the maximum error")]
     ranked, spans = _rank("what is the capital of France", passages)

@@ -89,6 +89,24 @@ def test_a_question_naming_what_the_documentation_never_uses_gets_i_dont_know(
     assert all(c["valid"] is True for c in done["checks"].values()), done["checks"]
 
 
+def test_a_follow_up_is_searched_with_the_question_it_leans_on(quotes_stack: Stack) -> None:
+    """"And how long does it last?" names nothing: the earlier question says what "it" is
+    (docs/spec/behaviour.md B-14), without a model call."""
+    first = "What is a ticket?"
+    _, before = _turn(quotes_stack, first)
+    history = [{"role": "user", "content": first},
+               {"role": "assistant", "content": before["answer"]}]
+    frames, done = _turn(quotes_stack, "And how long does it last?", history=history)
+    block = done["structured"]
+    assert block["outcome"] == "answer", done["answer"]
+    assert any("ticket" in q["text"].lower() for q in block["quotes"]), block["quotes"]
+    # Not the first answer again, word for word.
+    assert not all(q["text"] in before["answer"] for q in block["quotes"]), block["quotes"]
+    rewrite = [f for f in frames if f["type"] == "event" and f["step"] == "rewrite"]
+    assert rewrite and rewrite[0].get("carried") is True, rewrite
+    assert all(c["valid"] is True for c in done["checks"].values()), done["checks"]
+
+
 def test_a_czech_question_gets_czech_wording(quotes_stack: Stack) -> None:
     _, done = _turn(quotes_stack, "Jak funguje vyhledávání v dokumentaci?")
     assert done["language"] == "cs"

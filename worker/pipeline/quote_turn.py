@@ -48,8 +48,9 @@ class Said:
 
 def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequence[str],
                  retrieval: Retrieval, lang: str, project: ProjectBlock | None,
-                 message: str) -> Said:
-    """Rank the spans, choose the quotes (or "I don't know") and write the answer."""
+                 message: str, said: str = "") -> Said:
+    """Rank the spans, choose the quotes (or "I don't know") and write the answer (`said`:
+    the earlier answer a follow-up follows; see choose)."""
     config = RetrievalConfig.from_settings(settings)
     lexical = lexical_index(conn, retrieval.index_version, config.fold_diacritics,
                             config.lemmatize, config.split_identifiers)
@@ -81,7 +82,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     # speak of; a project question's names are its experts', read from the project.
     strange = unknown(questions[0], lexical.uses) if project is None else []
     chosen = choose(ranked, passages, spans, covered, english=english, asked=asked,
-                    familiar=familiar, strange=bool(strange))
+                    familiar=familiar, strange=bool(strange), said=said)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
     answer = compose(chosen, passages, lang, lead, strange)

@@ -313,14 +313,30 @@ def ranks_by_question_views(weights: Weights, english: bool) -> bool:
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
            weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
-           familiar: float = 0.0, strange: bool = False) -> list[Candidate]:
+           familiar: float = 0.0, strange: bool = False, said: str = "") -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping;
     nothing when they do not answer (see answers; `asked`: the best question-view
     similarity of the passages coverage reads; `familiar`: see known; `strange`: the
-    question names something the corpus never uses)."""
+    question names something the corpus never uses; `said`: the answer a follow-up follows,
+    which is not given again word for word while other spans remain)."""
     top = max((p.score for p in passages[:COVERED]), default=0.0)
     if not answers(ranked, covered, weights, english, top, asked, familiar, strange):
         return []
+    chosen = _pick(ranked, passages, spans, weights, english)
+    earlier = _plain(said)
+    if said and all(_plain(c.text) in earlier for c in chosen):
+        # Every quote was in the last answer: the same answer again. The spans it did not
+        # quote instead, as they would be quoted (an FAQ question gives way to its answer).
+        fresh = [c for c in ranked if _plain(c.text) not in earlier and _plain(
+            _extended(c, passages[c.n], spans[c.n]).text) not in earlier]
+        chosen = _pick(fresh, passages, spans, weights, english) if fresh else chosen
+    return chosen
+
+
+def _pick(ranked: Sequence[Candidate], passages: Sequence[Passage],
+          spans: Sequence[Sequence[Span]], weights: Weights, english: bool
+          ) -> list[Candidate]:
+    """The best span, then up to two more within the margin, no two overlapping."""
     best = ranked[0].score
     chosen: list[Candidate] = []
     for c in ranked:

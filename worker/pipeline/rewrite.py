@@ -26,12 +26,37 @@ REFERRING = re.compile(r"\b(it|that|this|those|these|they|them|its|to|tohle|tomu
 def looks_like_followup(message: str, history: tuple[Message, ...]) -> bool:
     """A cheap guess: there is history, and the message opens like a follow-up or is a short
     question leaning on something said before."""
-    if not any(m.role == "user" for m in history):
-        return False
-    words = message.split()
+    return any(m.role == "user" for m in history) and _leans(message)
+
+
+def _leans(message: str) -> bool:
+    """The message opens like a follow-up, or is short and refers to something said before."""
     if FOLLOWUP_OPENERS.match(message.strip()):
         return True
-    return len(words) <= 6 and bool(REFERRING.search(message))
+    return len(message.split()) <= 6 and bool(REFERRING.search(message))
+
+
+CARRIED = 3  # at most this many user messages searched as one follow-up
+CARRIED_CHARS = 500  # of each earlier message
+
+
+def last_answer(history: tuple[Message, ...]) -> str:
+    """The conversation's last assistant answer ("" if none)."""
+    return next((m.content for m in reversed(history) if m.role == "assistant"), "")
+
+
+def carry_followup(message: str, history: tuple[Message, ...]) -> str:
+    """A follow-up made searchable without a model (the quotes form's rewrite): the earlier
+    user message it leans on, and the ones before while each leaned on its own, then the
+    message itself, in the order they were asked."""
+    asked = [" ".join(m.content.split())[:CARRIED_CHARS] for m in history if m.role == "user"]
+    parts = [message]
+    while asked and len(parts) < CARRIED:
+        earlier = asked.pop()
+        parts.insert(0, earlier)
+        if not _leans(earlier):
+            break
+    return " ".join(parts)
 
 
 def _complete(role: ModelRole, prompt: str, max_tokens: int, timeout_s: float) -> str:

@@ -45,6 +45,8 @@ from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.quote_turn import QUOTE_PASSAGES, write_quotes
 from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.rewrite import (
+    carry_followup,
+    last_answer,
     looks_like_followup,
     rewrite_followup,
     translate_fewshot_by,
@@ -116,12 +118,17 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         d["language"] = trace.language = lang
     query = req.message
     quotes = s.effective_answer_form == "quotes"
-    # The quotes form runs where the chat model is the bundled tiny one: it would not rewrite a
-    # follow-up faithfully either, and code cannot call tools.
-    if s.rewrite_followups and not quotes and looks_like_followup(req.message, req.history):
-        with emit.step("rewrite"):
-            query = rewrite_followup(s.translation, req.message, req.history)
-            trace.models["rewrite"] = s.translation.model
+    if s.rewrite_followups and looks_like_followup(req.message, req.history):
+        with emit.step("rewrite") as d:
+            if quotes:
+                # The quotes form runs where the chat model is the bundled tiny one, which
+                # would not rewrite a follow-up faithfully: the earlier question is searched
+                # with it instead (docs/spec/behaviour.md B-14).
+                query = carry_followup(req.message, req.history)
+                d["carried"] = True
+            else:
+                query = rewrite_followup(s.translation, req.message, req.history)
+                trace.models["rewrite"] = s.translation.model
     search = query
     if s.translates and lang == "cs":
         with emit.step("translate"):
@@ -171,17 +178,19 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         with emit.step("project") as d:
             d["read_ms"] = req.project.read_ms
     _finish(req, deps, emit, trace, lang, retrieval, req.project, first_token_deadline,
-            {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})})
+            {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})}, query)
 
 
 def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
             retrieval: Retrieval, project: ProjectBlock | None, first_token_deadline: float,
-            extra: dict[str, Any]) -> None:
-    """Prompt, the streamed answer, checks and the done frame: the same in every mode."""
+            extra: dict[str, Any], asked: str | None = None) -> None:
+    """Prompt, the streamed answer, checks and the done frame: the same in every mode
+    (`asked`: the question as searched, a follow-up with what it leans on)."""
     s = deps.settings
     _check_time(first_token_deadline, deps)
     if s.effective_answer_form == "quotes":
-        _finish_quotes(req, deps, emit, trace, lang, retrieval, project, extra)
+        _finish_quotes(req, deps, emit, trace, lang, retrieval, project, extra,
+                       asked or req.message)
         return
     structured = s.effective_answer_form == "structured"
     with emit.step("prompt"):
@@ -206,12 +215,15 @@ def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, l
 
 def _finish_quotes(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
                    lang: str, retrieval: Retrieval, project: ProjectBlock | None,
-                   extra: dict[str, Any]) -> None:
+                   extra: dict[str, Any], question: str) -> None:
     """The quotes form: the documentation's own words chosen in code, streamed at once."""
     s = deps.settings
-    asked = [req.message] + ([retrieval.query] if retrieval.query != req.message else [])
+    asked = [question] + ([retrieval.query] if retrieval.query != question else [])
+    # A follow-up carried with its earlier question finds that question's passages again:
+    # what the last answer quoted is not quoted again while other spans remain.
+    earlier = last_answer(req.history) if question != req.message else ""
     with emit.step("quotes") as d, deps.connect() as conn:
-        said = write_quotes(conn, s, asked, retrieval, lang, project, req.message)
+        said = write_quotes(conn, s, asked, retrieval, lang, project, req.message, earlier)
         d["quotes"] = len(said.answer.quotes)
         d["outcome"] = said.answer.outcome
     trace.models["answer"] = "quotes (written in code, no model)"
