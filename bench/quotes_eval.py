@@ -53,6 +53,7 @@ SETS = {
     "fresh3": REPO / "bench" / "retrieval" / "heldout-fresh3.jsonl",
     "fresh4": REPO / "bench" / "retrieval" / "heldout-fresh4.jsonl",
     "fresh5": REPO / "bench" / "retrieval" / "heldout-fresh5.jsonl",
+    "fresh6": REPO / "bench" / "retrieval" / "heldout-fresh6.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -62,8 +63,9 @@ SETS = {
 # heldout-fresh3: a fourth, written blind before that session's changes were measured.
 # heldout-fresh4: a fifth, written blind before the second round of question views.
 # heldout-fresh5: a sixth, written blind before names the corpus never uses were measured.
+# heldout-fresh6: a seventh, written blind in the session that carried follow-ups.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
-           "heldout-fresh3", "heldout-fresh4", "heldout-fresh5")
+           "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6")
 
 
 def _load(name: str) -> list[dict]:
