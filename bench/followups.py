@@ -5,6 +5,7 @@ among the quoted ones, and how often does it get "I don't know".
 
     .venv/bin/python -m bench.followups [--set bench/retrieval/followups.jsonl]
         [--url http://127.0.0.1:8000] [--out followups.json]
+    .venv/bin/python -m bench.followups --compare BEFORE.json AFTER.json   # paired bootstrap
 
 Needs `make run` up (any answer form; the quotes form is the default). Each conversation has a
 user of its own (a dev token of `become-assistant token`).
@@ -24,7 +25,7 @@ from typing import Any
 from assistant_cli.client import ClientError, stream_turn
 from shared import corpus_store
 from shared.config import settings_from_env
-from worker.evaluation import location_matches
+from worker.evaluation import location_matches, paired_bootstrap
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SET = REPO / "bench" / "retrieval" / "followups.jsonl"
@@ -72,12 +73,36 @@ def _quoted(done: dict, passages: dict[tuple[str, str], Any]) -> list[Any]:
     return out
 
 
+def compare(before: list[dict], after: list[dict]) -> None:
+    """AFTER minus BEFORE per kind and language, paired by conversation, with the bootstrap's
+    95% interval."""
+    b = {r["id"]: r for r in before}
+    print("| kind | language | n | first quote | any quote | same answer |")
+    print("|---|---|---|---|---|---|")
+    for kind in ("followup", "standalone"):
+        for lang in ("en", "cs", None):
+            rows = [r for r in after if r["kind"] == kind and lang in (None, r["language"])]
+            cells = []
+            for field in ("first", "any", "same_answer"):
+                x = [float(b[r["id"]][field]) for r in rows]
+                y = [float(r[field]) for r in rows]
+                d = paired_bootstrap(x, y)
+                cells.append(f"{sum(x) / len(x):.2f} -> {sum(y) / len(y):.2f} "
+                             f"({d['mean_diff']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}])")
+            print(f"| {kind} | {lang or 'both'} | {len(rows)} | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), default=None,
+                    help="compare two --out files instead of asking")
     ap.add_argument("--set", default=str(DEFAULT_SET))
     ap.add_argument("--url", default="http://127.0.0.1:8000")
     ap.add_argument("--out", default=None, help="write every conversation's result (JSON)")
     args = ap.parse_args(argv)
+    if args.compare:
+        compare(*(json.loads(Path(f).read_text()) for f in args.compare))
+        return
     rows = [json.loads(line) for line in Path(args.set).read_text().splitlines() if line.strip()]
     settings = settings_from_env()
     with corpus_store.connect(settings.corpus_read_dsn, autocommit=True) as conn:

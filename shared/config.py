@@ -279,8 +279,10 @@ class Settings:
         "ASSISTANT_TRANSLATE_DEADLINE_S", SECONDS, 1.0,
         "how long a Czech question waits for the offline translator; then it is searched as "
         "asked")
-    rewrite_followups: bool = setting("ASSISTANT_REWRITE_FOLLOWUPS", BOOL, True,
-                                      "rewrite follow-up questions to stand alone")
+    rewrite_followups: bool = setting(
+        "ASSISTANT_REWRITE_FOLLOWUPS", BOOL, True,
+        "rewrite follow-up questions to stand alone (the quotes form: search them with the "
+        "earlier questions they lean on)")
     answer_form: str = setting(
         "ASSISTANT_ANSWER_FORM", WORD, "auto",
         "`auto` (`quotes` with the bundled tiny answer model, `prose` with any other), "
