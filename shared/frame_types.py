@@ -44,7 +44,8 @@ CATALOGUE: tuple[FrameType, ...] = (
                "start_ms": "when it started, milliseconds since the turn started",
                "ms": "how long it took (0 for a point in time)",
                "...": "what the step reports (passages found, the index version, the model, "
-                      "a check's verdict)"}),
+                      "a check's verdict; `rewrite` in the quotes form: `carried`, the "
+                      "follow-up searched with the earlier question)"}),
     FrameType("token", "worker", True, False, "the next piece of the answer's text",
               {"text": "the piece, to append"}),
     FrameType("restart", "worker", True, False,
