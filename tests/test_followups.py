@@ -41,3 +41,28 @@ def test_at_most_three_messages_are_carried_and_each_earlier_one_is_cut() -> Non
 def test_without_an_earlier_question_nothing_is_carried() -> None:
     assert not looks_like_followup("And why?", _history(("assistant", "Hello")))
     assert carry_followup("And why?", ()) == "And why?"
+
+
+def test_a_why_question_or_a_longer_one_naming_its_subject_stands_alone() -> None:
+    """"Why ...?" opens many questions that stand alone; only a short one leans back."""
+    history = _history(("user", "What is BeCoMe?"))
+    for message, language in (
+            ("Why did you pick Railway for hosting instead of something like AWS?", "en"),
+            ("Proč se mi v projektu nezobrazují výsledky?", "cs"),
+            ("Which blockchain does BeCoMe use to store opinions?", "en"),
+            ("Co je to fuzzy trojúhelníkové číslo?", "cs")):
+        assert not looks_like_followup(message, history, language), message
+    for message, language in (("Why?", "en"), ("Why is that?", "en"), ("A proč?", "cs"),
+                              ("Proč to?", "cs")):
+        assert looks_like_followup(message, history, language), message
+
+
+def test_a_question_of_up_to_eight_words_pointing_back_leans_on_the_last() -> None:
+    history = _history(("user", "How do I export my data?"))
+    for message, language in (("Is there an API endpoint for that?", "en"),
+                              ("What happens to my own role after that?", "en"),
+                              ("When should I use the crisp one?", "en"),
+                              ("Why is its error zero?", "en"),
+                              ("Jde tam změnit i e-mail?", "cs"),
+                              ("co kdyz ji tam nevidim?", "cs")):
+        assert looks_like_followup(message, history, language), message

@@ -17,23 +17,41 @@ from shared.turn_request import Message
 from worker.pipeline.prompt import prompt_text, trim_history
 
 FOLLOWUP_OPENERS = re.compile(
-    r"^(and|but|so|why|how come|what about|how about|then|also|is that|does that|"
-    r"a |ale|tak|proč|a co|jak to|a proč|a jak|to |tohle|takže|je to)\b", re.IGNORECASE)
-REFERRING = re.compile(r"\b(it|that|this|those|these|they|them|its|to|tohle|tomu|toho|tom|"
-                       r"ten|ta|ty|tím|jeho|její|jejich)\b", re.IGNORECASE)
+    r"^(and|but|so|how come|what about|how about|then|also|is that|does that|"
+    r"a |ale|tak|a co|jak to|a proč|a jak|to |tohle|takže|je to)\b", re.IGNORECASE)
+# "Why ...?" opens as many questions that stand alone as follow-ups: only a short one leans back.
+WHY = re.compile(r"^(why|proč)\b", re.IGNORECASE)
+WHY_WORDS = 4
+# Words that point back at something said before, per language ("to" is an English
+# preposition; "co je to" a Czech "what is").
+REFERRING = {
+    "en": re.compile(r"\b(it|its|that|this|those|these|they|them|their|one|ones|there)\b",
+                     re.IGNORECASE),
+    "cs": re.compile(r"\b(to|toto|tohle|tomu|toho|tom|tím|ten|tenhle|ta|tahle|tato|tu|tuhle|ty|"
+                     r"tyto|této|tomto|tohoto|jeho|její|jejich|ho|něho|něj|něm|ji|jí|ní|nich|"
+                     r"nim|tam|přitom)\b", re.IGNORECASE),
+}
+WHAT_IS_IT = re.compile(r"\b(co|kdo|jak|kde) (je|jsou) to\b", re.IGNORECASE)
+REFERRING_WORDS = 8  # a longer question pointing back usually names its subject too
 
 
-def looks_like_followup(message: str, history: tuple[Message, ...]) -> bool:
+def looks_like_followup(message: str, history: tuple[Message, ...],
+                        language: str | None = None) -> bool:
     """A cheap guess: there is history, and the message opens like a follow-up or is a short
-    question leaning on something said before."""
-    return any(m.role == "user" for m in history) and _leans(message)
+    question leaning on something said before (`language`: en or cs; None reads both)."""
+    return any(m.role == "user" for m in history) and _leans(message, language)
 
 
-def _leans(message: str) -> bool:
-    """The message opens like a follow-up, or is short and refers to something said before."""
-    if FOLLOWUP_OPENERS.match(message.strip()):
+def _leans(message: str, language: str | None = None) -> bool:
+    """The message opens like a follow-up, is a short "why", or is short and refers to
+    something said before (measured in docs/benchmarks.md, "Follow-ups in the quotes form")."""
+    text = message.strip()
+    words = len(text.split())
+    if FOLLOWUP_OPENERS.match(text) or (WHY.match(text) and words <= WHY_WORDS):
         return True
-    return len(message.split()) <= 6 and bool(REFERRING.search(message))
+    refs = [REFERRING[language]] if language in REFERRING else list(REFERRING.values())
+    text = WHAT_IS_IT.sub("", text)
+    return words <= REFERRING_WORDS and any(r.search(text) for r in refs)
 
 
 CARRIED = 3  # at most this many user messages searched as one follow-up
@@ -45,7 +63,8 @@ def last_answer(history: tuple[Message, ...]) -> str:
     return next((m.content for m in reversed(history) if m.role == "assistant"), "")
 
 
-def carry_followup(message: str, history: tuple[Message, ...]) -> str:
+def carry_followup(message: str, history: tuple[Message, ...],
+                   language: str | None = None) -> str:
     """A follow-up made searchable without a model (the quotes form's rewrite): the earlier
     user message it leans on, and the ones before while each leaned on its own, then the
     message itself, in the order they were asked."""
@@ -54,7 +73,7 @@ def carry_followup(message: str, history: tuple[Message, ...]) -> str:
     while asked and len(parts) < CARRIED:
         earlier = asked.pop()
         parts.insert(0, earlier)
-        if not _leans(earlier):
+        if not _leans(earlier, language):
             break
     return " ".join(parts)
 

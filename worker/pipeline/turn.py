@@ -118,13 +118,13 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         d["language"] = trace.language = lang
     query = req.message
     quotes = s.effective_answer_form == "quotes"
-    if s.rewrite_followups and looks_like_followup(req.message, req.history):
+    if s.rewrite_followups and looks_like_followup(req.message, req.history, lang):
         with emit.step("rewrite") as d:
             if quotes:
                 # The quotes form runs where the chat model is the bundled tiny one, which
                 # would not rewrite a follow-up faithfully: the earlier question is searched
                 # with it instead (docs/spec/behaviour.md B-14).
-                query = carry_followup(req.message, req.history)
+                query = carry_followup(req.message, req.history, lang)
                 d["carried"] = True
             else:
                 query = rewrite_followup(s.translation, req.message, req.history)
