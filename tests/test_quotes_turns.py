@@ -107,6 +107,19 @@ def test_a_follow_up_is_searched_with_the_question_it_leans_on(quotes_stack: Sta
     assert all(c["valid"] is True for c in done["checks"].values()), done["checks"]
 
 
+def test_a_follow_up_is_not_refused_for_a_name_only_the_earlier_question_used(
+        quotes_stack: Stack) -> None:
+    """The earlier question named Solr, which the documentation never uses; the follow-up is
+    searched with it, but only its own names can make it unanswerable."""
+    first = "Can the search run on Apache Solr instead?"
+    _, before = _turn(quotes_stack, first)
+    assert before["structured"]["outcome"] == "dont_know"
+    history = [{"role": "user", "content": first},
+               {"role": "assistant", "content": before["answer"]}]
+    _, done = _turn(quotes_stack, "And how does it use PostgreSQL?", history=history)
+    assert "Solr" not in done["answer"], done["answer"]
+
+
 def test_a_czech_question_gets_czech_wording(quotes_stack: Stack) -> None:
     _, done = _turn(quotes_stack, "Jak funguje vyhledávání v dokumentaci?")
     assert done["language"] == "cs"

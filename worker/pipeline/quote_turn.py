@@ -79,8 +79,9 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
         if reads_vocabulary(WEIGHTS, english) else 0.0
     # A name of the question the corpus never uses (GraphQL, Zoom) is something it cannot
-    # speak of; a project question's names are its experts', read from the project.
-    strange = unknown(questions[0], lexical.uses) if project is None else []
+    # speak of; a project question's names are its experts', read from the project. The
+    # message's own names: a follow-up is not refused for a name its earlier question used.
+    strange = unknown(message, lexical.uses) if project is None else []
     chosen = choose(ranked, passages, spans, covered, english=english, asked=asked,
                     familiar=familiar, strange=bool(strange), said=said)
     figures = project.figures if project is not None else None

@@ -220,7 +220,7 @@ def _finish_quotes(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: T
     s = deps.settings
     asked = [question] + ([retrieval.query] if retrieval.query != question else [])
     # A follow-up carried with its earlier question finds that question's passages again:
-    # what the last answer quoted is not quoted again while other spans remain.
+    # the last answer is not given again word for word (quotes.choose).
     earlier = last_answer(req.history) if question != req.message else ""
     with emit.step("quotes") as d, deps.connect() as conn:
         said = write_quotes(conn, s, asked, retrieval, lang, project, req.message, earlier)
