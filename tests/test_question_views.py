@@ -149,3 +149,26 @@ def test_the_quotes_decision_reads_the_question_views_only_with_a_weight() -> No
     assert uses_question_views(on, True) and not uses_question_views(on, False)
     assert decision([c], 0.0, 0.0, on, True, asked=0.95) == pytest.approx(1.85)
     assert answers([c], 0.0, on, True, asked=0.95) and not answers([c], 0.0, on, True, asked=0.5)
+
+
+def test_english_decides_by_the_question_views_and_without_them_as_before() -> None:
+    """With question views to read, an English question like one the passages answer clears
+    the decision and one unlike any does not, at the same span match and coverage; where none
+    of the passages has a view (an index built without them), the decision is the one
+    calibrated without them, so such an index still answers."""
+    from shared.spans import Span
+    from worker.pipeline.quotes import WEIGHTS, Candidate, answers
+
+    c = Candidate(0, Span(0, 5, "sentence", 0, ""), "Hello", 0.95, 0.9, 0.3, 0.95)
+    with_views = WEIGHTS.deciding(True)
+    assert with_views == WEIGHTS and with_views.question > 0
+    assert answers([c], 0.8, with_views, True, asked=0.95, familiar=1.0)
+    assert not answers([c], 0.8, with_views, True, asked=0.75, familiar=1.0)
+    plain = WEIGHTS.deciding(False)
+    assert plain.question == 0 and plain.threshold == WEIGHTS.threshold_plain
+    assert answers([c], 0.8, plain, True, asked=0.0, familiar=1.0)
+    assert not answers([c], 0.0, plain, True, asked=0.0, familiar=1.0)
+    # Czech reads neither: its decision is the same either way.
+    assert dataclasses.replace(plain, coverage=WEIGHTS.coverage, question=WEIGHTS.question,
+                               vocabulary=WEIGHTS.vocabulary,
+                               threshold=WEIGHTS.threshold) == WEIGHTS

@@ -76,13 +76,16 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     covered = coverage(questions, passages[:COVERED], idf, lexical.idf_max,
                        "max" if english else WEIGHTS.coverage_mix_other)
     asked = max((views.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
+    # An index without question views (a corpus of the user's own) decides as calibrated
+    # without them.
+    weights = WEIGHTS.deciding(any(p.id in views for p in passages[:COVERED]))
     familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
-        if reads_vocabulary(WEIGHTS, english) else 0.0
+        if reads_vocabulary(weights, english) else 0.0
     # A name of the question the corpus never uses (GraphQL, Zoom) is something it cannot
     # speak of; a project question's names are its experts', read from the project. The
     # message's own names: a follow-up is not refused for a name its earlier question used.
     strange = unknown(message, lexical.uses) if project is None else []
-    chosen = choose(ranked, passages, spans, covered, english=english, asked=asked,
+    chosen = choose(ranked, passages, spans, covered, weights, english=english, asked=asked,
                     familiar=familiar, strange=bool(strange), said=said)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []

@@ -43,9 +43,12 @@ class Weights:
     # the ones that say "I don't know" on the most unanswerable questions of dev + held-out +
     # unanswerable while on at most 10 % of the answerable, in the middle of that gap
     # (bench/quotes_eval.py calibrate), with the question views' retrieval: they move
-    # with retrieval and are recalibrated after a retrieval change.
-    coverage: float = 1.0
-    threshold: float = 1.266
+    # with retrieval and are recalibrated after a retrieval change. English also reads the
+    # question views and the known words (question, vocabulary below): weights from a
+    # logistic fit over the eight read sets, rounded, and its threshold calibrated on them
+    # pooled (docs/benchmarks.md, "Question views in the English decision").
+    coverage: float = 0.5
+    threshold: float = 3.571
     coverage_other: float = 3.0
     threshold_other: float = 5.339
     # Further quotes: within this much of the best score.
@@ -83,7 +86,7 @@ class Weights:
     # times the best similarity of the question (or its translation) with a question one of
     # the passages coverage reads answers (a question like one the passage answers is strong
     # evidence the documentation answers it). 0 = off; measured in docs/benchmarks.md.
-    question: float = 0.0
+    question: float = 2.5
     question_other: float = 0.0
     # A prior for each span from its passage's question views: this much times the best
     # similarity of the question (or its translation) with a question that passage answers
@@ -95,12 +98,18 @@ class Weights:
     views_other: float = 1.0
     # The decision may also read how much of the question, as asked, the corpus knows at all:
     # this much times the idf-weighted share of its words found anywhere in the corpus (known;
-    # a boiled egg or a castle's opening hours are words no page uses). 0 = off. Czech only:
-    # on English questions in a person's own words it also silenced answerable ones (a
-    # "crazy extreme number" is no word of the docs either); docs/benchmarks.md, "Known
-    # words in the decision".
-    vocabulary: float = 0.0
+    # a boiled egg or a castle's opening hours are words no page uses). 0 = off. Alone, on
+    # English questions in a person's own words it also silenced answerable ones (a "crazy
+    # extreme number" is no word of the docs either; docs/benchmarks.md, "Known words in the
+    # decision"); beside the question views a little of it helps.
+    vocabulary: float = 0.25
     vocabulary_other: float = 8.0
+    # English without question views to read (an index built without them, a corpus of the
+    # user's own, or passages that have none): the decision as calibrated before they joined
+    # it (see without_question_views).
+    coverage_plain: float = 1.0
+    vocabulary_plain: float = 0.0
+    threshold_plain: float = 1.266
     # A penalty for a span of a Czech text when the question is not Czech: an English reader
     # is quoted the English text that says it where retrieval brought one close enough. The
     # first quote's figures did not move at .05-.2 (all, fresh, fresh2); at .2 one of two
@@ -114,6 +123,18 @@ class Weights:
     # documentation never uses").
     strange: float = math.inf
     strange_other: float = math.inf
+
+    def without_question_views(self) -> Weights:
+        """These weights where no question view can be read: English's decision reads
+        coverage and the known words as it did before the question views joined it."""
+        return dataclasses.replace(self, coverage=self.coverage_plain, question=0.0,
+                                   vocabulary=self.vocabulary_plain,
+                                   threshold=self.threshold_plain)
+
+    def deciding(self, has_views: bool) -> Weights:
+        """The weights a decision uses: these, or without_question_views when none of the
+        passages it reads has a question view."""
+        return self if has_views else self.without_question_views()
 
 
 WEIGHTS = Weights()
