@@ -194,7 +194,8 @@ def score(rows: list[dict], given: Weights) -> dict:
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)
         r["known"] = known(r["q"]["question"], r["lexical"].stems, _idf(r["lexical"]), vmax)
-        r["strange"] = unknown(r["q"]["question"], r["lexical"].uses)
+        r["strange"] = unknown(r["q"]["question"], r["lexical"].uses,
+                               r["lexical"].uses_together)
         chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english,
                         asked=r["views"], familiar=r["known"], strange=bool(r["strange"]))
         q = r["q"]

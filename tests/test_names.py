@@ -77,6 +77,31 @@ def test_unknown_names_are_the_ones_the_corpus_never_uses_in_any_form() -> None:
     assert unknown("Can I print the result as an A0 poster?", lexical.uses) == ["A0"]
 
 
+
+def test_a_name_of_several_words_is_strange_when_the_corpus_never_uses_them_together() -> None:
+    """Internet Explorer, App Store: each word the corpus knows, the name it never uses."""
+    lexical = _lexical(API + " Results are shared over the internet. You may explore them in the app. "
+                       "Nothing is sold in a store.")
+    assert lexical.uses("Internet") and lexical.uses("Exploreru") and lexical.uses("Store")
+    together = lexical.uses_together
+    assert together(["Docker", "Compose"]) and together(["REST", "API"])
+    assert not together(["Internet", "Exploreru"])
+    assert unknown("Funguje aplikace i ve starém Internet Exploreru 11?", lexical.uses,
+                   together) == ["Internet Exploreru"]
+    assert unknown("Can I install it from the App Store?", lexical.uses,
+                   together) == ["App Store"]
+    # Names the corpus uses side by side and a sentence's first word are no such name; a
+    # word it never uses is said alone.
+    assert unknown("Is the REST API started by Docker Compose?", lexical.uses, together) == []
+    assert unknown("Internet Explorer support?", lexical.uses, together) == []
+    assert unknown("Does it run on Microsoft Azure Store?", lexical.uses, together) == \
+        ["Microsoft", "Azure"]
+    # Its own names side by side: the asker may mean what it says of each.
+    assert together(["Docker", "API"]) and unknown("Is there a Docker API?", lexical.uses,
+                                                  together) == []
+    # Without the corpus's pairs to ask (the default), only single words are read.
+    assert unknown("Can I install it from the App Store?", lexical.uses) == []
+
 def _vectors(texts: Sequence[str], kind: str) -> list[list[float]]:
     return [[1.0, 0.5] for _ in texts]
 

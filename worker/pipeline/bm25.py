@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -15,6 +16,7 @@ from rank_bm25 import BM25Okapi
 
 from shared import corpus_store
 from shared.passage import Passage
+from worker.pipeline.names import names
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
 # Where an identifier's words meet: an underscore, or a lower-case letter or digit followed by
@@ -122,6 +124,32 @@ class LexicalIndex:
         tokens = tokenize(word, self.folded, self.lemmas)
         return bool(tokens) and all(t in self.bm25.idf or (len(t) >= 3 and t[:STEM] in self.stems)
                                     for t in tokens)
+
+    @cached_property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        """Every two words side by side in a passage, by their first STEM letters, once per
+        index."""
+        out: set[tuple[str, str]] = set()
+        for p in self.passages:
+            stems = [t[:STEM] for t in tokenize(p.index_text, self.folded, self.lemmas)]
+            out.update(zip(stems, stems[1:], strict=False))
+        return frozenset(out)
+
+    @cached_property
+    def named(self) -> frozenset[str]:
+        """The first STEM letters of every word a passage writes as a name (names.names, line
+        by line), once per index."""
+        return frozenset(t[:STEM] for p in self.passages for line in p.text.splitlines()
+                         for w in names(line) for t in tokenize(w, self.folded, self.lemmas))
+
+    def uses_together(self, words: Sequence[str]) -> bool:
+        """Whether the corpus uses these words side by side, in this order, in some form (the
+        same first STEM letters): "Docker Compose" yes, "Internet Explorer" no; or writes
+        each of them as a name of its own ("OpenAI API", "BeCoMe Docker": its own names put
+        side by side by the asker, who may mean what it says of each)."""
+        stems = [t[:STEM] for w in words for t in tokenize(w, self.folded, self.lemmas)]
+        return all(pair in self.pairs for pair in zip(stems, stems[1:], strict=False)) \
+            or all(stem in self.named for stem in stems)
 
     @cached_property
     def idf_max(self) -> float:

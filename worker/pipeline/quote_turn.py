@@ -81,10 +81,10 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     weights = WEIGHTS.deciding(any(p.id in views for p in passages[:COVERED]))
     familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
         if reads_vocabulary(weights, english) else 0.0
-    # A name of the question the corpus never uses (GraphQL, Zoom) is something it cannot
-    # speak of; a project question's names are its experts', read from the project. The
+    # A name of the question the corpus never uses (GraphQL, Zoom, or words it knows but never
+    # side by side: Internet Explorer) is something it cannot speak of; a project question's names are its experts', read from the project. The
     # message's own names: a follow-up is not refused for a name its earlier question used.
-    strange = unknown(message, lexical.uses) if project is None else []
+    strange = unknown(message, lexical.uses, lexical.uses_together) if project is None else []
     chosen = choose(ranked, passages, spans, covered, weights, english=english, asked=asked,
                     familiar=familiar, strange=bool(strange), said=said)
     figures = project.figures if project is not None else None
