@@ -354,3 +354,21 @@ def test_an_faq_question_gives_way_to_its_whole_short_answer() -> None:
                               "podle centroidu. Pro sudý počet je to průměr dvou středních "
                               "prvků.")
     assert len(chosen) == 1  # its sentences are not quoted again on their own
+
+
+def test_a_section_name_in_quotation_marks_is_quoted_with_the_inner_marks() -> None:
+    """A locale group is named by its first texts, in quotation marks: offered in "I don't
+    know", they take the language's inner marks instead of nesting the outer ones, and every
+    check still passes."""
+    passages = [_p("a", "label: “Stop”", "panel", source="frontend/src/i18n/locales/en/x.json"),
+                _p("b", METHOD, "# Doc > ## Step 4: the maximum error")]
+    names = {"en": ("Did you mean “Doc › ‘Stop’” or “Doc › Step 4: the maximum error”?"),
+             "cs": ("Myslíte „Doc › ‚Stop‘“ nebo „Doc › Step 4: the maximum error“?")}
+    for lang, expected in names.items():
+        answer = compose([], passages, lang)
+        assert answer.clarifying_question == expected
+        checks = run_checks(answer.text, Retrieval(answer.passages, "v", "q"),
+                            _request("Is there a keyboard shortcut?"), None, True,
+                            written_in_code=True, named=answer.named)
+        assert all(c["valid"] for c in checks.values() if isinstance(c, dict) and "valid" in c), \
+            checks

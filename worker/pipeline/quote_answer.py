@@ -27,7 +27,7 @@ WORDING: dict[str, dict[str, str]] = {
         "ask": "What does the documentation say about “{section}”?",
         "english": "The documentation says this in English.",
         "czech": "The documentation says this in Czech.",
-        "open": "“", "close": "”",
+        "open": "“", "close": "”", "inner_open": "‘", "inner_close": "’",
     },
     "cs": {
         "lead_in": "Dokumentace o tom doslova říká:",
@@ -40,7 +40,7 @@ WORDING: dict[str, dict[str, str]] = {
         "and": "a",
         "ask": "Co říká dokumentace o části „{section}“?",
         "english": "Dokumentace to uvádí anglicky.",
-        "open": "„", "close": "“",
+        "open": "„", "close": "“", "inner_open": "‚", "inner_close": "‘",
     },
 }
 MAX_NEAREST = 3
@@ -100,6 +100,20 @@ def _name(p: Passage, reader: str) -> str:
     return section if not name or name == section else f"{name} › {section}"
 
 
+def _inner(name: str, w: dict[str, str]) -> str:
+    """A name's own quotation marks (a locale group named by its first texts, in English or
+    Czech marks) as the language's inner ones, so that quoting the name does not nest the
+    outer marks: “Doc › ‘Stop’”, „Doc › ‚Stop‘“."""
+    out, open_ = [], False
+    for ch in name:
+        if ch in "„“”":
+            # „ opens and ” closes; “ opens in English marks and closes in Czech ones.
+            open_ = ch == "„" or (ch == "“" and not open_)
+            ch = w["inner_open"] if open_ else w["inner_close"]
+        out.append(ch)
+    return "".join(out)
+
+
 def _ask(w: dict[str, str], section: str) -> str:
     """The question that asks about a section; a name already in quotation marks (a locale
     group's first texts) is not quoted twice."""
@@ -110,7 +124,7 @@ def _ask(w: dict[str, str], section: str) -> str:
 
 
 def _options(names: Sequence[str], w: dict[str, str], joiner: str = "or") -> str:
-    quoted = [f"{w['open']}{n}{w['close']}" for n in names]
+    quoted = [f"{w['open']}{_inner(n, w)}{w['close']}" for n in names]
     if len(quoted) == 1:
         return quoted[0]
     return ", ".join(quoted[:-1]) + f" {w[joiner]} " + quoted[-1]
