@@ -82,8 +82,9 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
         if reads_vocabulary(weights, english) else 0.0
     # A name of the question the corpus never uses (GraphQL, Zoom, or words it knows but never
-    # side by side: Internet Explorer) is something it cannot speak of; a project question's names are its experts', read from the project. The
-    # message's own names: a follow-up is not refused for a name its earlier question used.
+    # side by side: Internet Explorer) is something it cannot speak of; a project question's
+    # names are its experts', read from the project. The message's own names: a follow-up is
+    # not refused for a name its earlier question used.
     strange = unknown(message, lexical.uses, lexical.uses_together) if project is None else []
     chosen = choose(ranked, passages, spans, covered, weights, english=english, asked=asked,
                     familiar=familiar, strange=bool(strange), said=said)
