@@ -372,3 +372,17 @@ def test_a_section_name_in_quotation_marks_is_quoted_with_the_inner_marks() -> N
                             written_in_code=True, named=answer.named)
         assert all(c["valid"] for c in checks.values() if isinstance(c, dict) and "valid" in c), \
             checks
+
+
+def test_quotes_of_one_section_are_given_in_its_reading_order() -> None:
+    """Steps quoted from one section read as the section has them, whichever fits best; the
+    sections themselves stay in the order of their best quote."""
+    steps = ("Open the project and click Invite Experts. Enter the email address of a "
+             "registered user. They will find the invitation in their Invitations tab.")
+    passages = [dataclasses.replace(_p("a", steps, "# Getting started > ## Invite"), score=1.0)]
+    ranked, spans = _rank("where will they find the invitation tab", passages)
+    assert ranked[0].text.startswith("They will find")
+    chosen = choose(ranked, passages, spans, 1.0, Weights(threshold=0.0, margin=10.0))
+    assert chosen[0].n == ranked[0].n
+    mine = [c.span.start for c in chosen if c.n == chosen[0].n]
+    assert len(mine) >= 2 and mine == sorted(mine)

@@ -335,8 +335,8 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
            weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
            familiar: float = 0.0, strange: bool = False, said: str = "") -> list[Candidate]:
-    """The quotes: the best span, then up to two more within the margin, no two overlapping;
-    nothing when they do not answer (see answers; `asked`: the best question-view
+    """The quotes: the best span, then up to two more within the margin, no two overlapping,
+    those of one passage in its reading order; nothing when they do not answer (see answers; `asked`: the best question-view
     similarity of the passages coverage reads; `familiar`: see known; `strange`: the
     question names something the corpus never uses; `said`: the answer a follow-up follows,
     which is not given again word for word while other spans remain)."""
@@ -351,7 +351,16 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
         fresh = [c for c in ranked if _plain(c.text) not in earlier and _plain(
             _extended(c, passages[c.n], spans[c.n]).text) not in earlier]
         chosen = _pick(fresh, passages, spans, weights, english) if fresh else chosen
-    return chosen
+    return _reading_order(chosen)
+
+
+def _reading_order(chosen: Sequence[Candidate]) -> list[Candidate]:
+    """The quotes of one passage in its reading order (steps read as the page has them), the
+    passages in the order of their best quote."""
+    first: dict[int, int] = {}
+    for i, c in enumerate(chosen):
+        first.setdefault(c.n, i)
+    return sorted(chosen, key=lambda c: (first[c.n], c.span.start))
 
 
 def _pick(ranked: Sequence[Candidate], passages: Sequence[Passage],
