@@ -336,10 +336,11 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
            familiar: float = 0.0, strange: bool = False, said: str = "") -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping,
-    those of one passage in its reading order; nothing when they do not answer (see answers; `asked`: the best question-view
-    similarity of the passages coverage reads; `familiar`: see known; `strange`: the
-    question names something the corpus never uses; `said`: the answer a follow-up follows,
-    which is not given again word for word while other spans remain)."""
+    those of one passage in its reading order; nothing when they do not answer (see answers;
+    `asked`: the best question-view similarity of the passages coverage reads; `familiar`:
+    see known; `strange`: the question names something the corpus never uses; `said`: the
+    answer a follow-up follows, which is not given again word for word while other spans
+    remain)."""
     top = max((p.score for p in passages[:COVERED]), default=0.0)
     if not answers(ranked, covered, weights, english, top, asked, familiar, strange):
         return []
