@@ -80,8 +80,8 @@ def test_unknown_names_are_the_ones_the_corpus_never_uses_in_any_form() -> None:
 
 def test_a_name_of_several_words_is_strange_when_the_corpus_never_uses_them_together() -> None:
     """Internet Explorer, App Store: each word the corpus knows, the name it never uses."""
-    lexical = _lexical(API + " Results are shared over the internet. You may explore them in the app. "
-                       "Nothing is sold in a store.")
+    lexical = _lexical(API + " Results are shared over the internet. You may explore them in "
+                       "the app. Nothing is sold in a store.")
     assert lexical.uses("Internet") and lexical.uses("Exploreru") and lexical.uses("Store")
     together = lexical.uses_together
     assert together(["Docker", "Compose"]) and together(["REST", "API"])
