@@ -1,5 +1,6 @@
 """The quotes form under settings of Weights with the shipped thresholds (not recalibrated),
-per set and pooled, and the questions whose outcome differs from the first setting's.
+per set and pooled (each later setting against the first by paired bootstrap), and the
+questions whose outcome differs from the first setting's.
 
     python -m bench.quotes_flips SETS NAME=FIELD:VALUE[,FIELD:VALUE] ...
 
@@ -18,6 +19,7 @@ import json
 from typing import Any
 
 from bench import quotes_eval as qe
+from worker.evaluation import paired_bootstrap
 from worker.pipeline.quotes import WEIGHTS, Weights
 
 
@@ -67,6 +69,14 @@ def main(argv: list[str] | None = None) -> None:
     for (label, lang), d in sorted(pooled.items()):
         print("pooled", label, lang, {k: (round(sum(v) / len(v), 3), len(v))
                                       for k, v in d.items() if v})
+        base_d = pooled[(settings[0][0], lang)]
+        if label != settings[0][0]:
+            # The same questions in the same order under each setting: paired.
+            for k, v in d.items():
+                if v:
+                    b = paired_bootstrap(base_d[k], v)
+                    print(f"  {label} - {settings[0][0]} {lang} {k}: {b['mean_diff']:+.3f} "
+                          f"[{b['ci95'][0]:+.3f}, {b['ci95'][1]:+.3f}]")
 
 
 if __name__ == "__main__":
