@@ -150,10 +150,12 @@ def _pipeline_line(r: dict, name: str, how: str, turn_how: str, role: Any) -> st
     captions = "+".join(r.get("index_captions") or []) or "no"
     views = "+".join(r.get("index_caption_views") or []) or "no"
     questions = "+".join(r.get("index_question_views") or []) or "no"
+    adapter = ("a query adapter" + ("" if config.get("adapted") else " (not searched)")
+               if r.get("index_query_adapter") else "no query adapter")
     return (f"pipeline {r['name']}: {retrieval} ({config['mode']}, top {config['top_k']} of "
             f"{config['candidates']} candidates), Czech questions {translated}; index "
             f"{r['index_version']} with {captions} captions, {views} caption views, "
-            f"{questions} question views"
+            f"{questions} question views, {adapter}"
             + (" -- what a chat turn runs" if same else
                f" -- not a chat turn's pipeline (a turn: chat settings, translation {turn_how})")
             + (f"; {r['translation_fallbacks']} translations failed and searched the original"

@@ -5,10 +5,16 @@ questions whose outcome differs from the first setting's.
     python -m bench.quotes_flips SETS NAME=FIELD:VALUE[,FIELD:VALUE] ...
 
 SETS: comma-separated `bench.quotes_eval` sets; each NAME one setting (the first is the
-baseline). Example, names the corpus never uses (docs/benchmarks.md):
+baseline); the field `retrieval` names a retrieval preset or TOML (`eval retrieval
+--settings`) to rank with instead of a turn's. Example, names the corpus never uses
+(docs/benchmarks.md):
 
     python -m bench.quotes_flips all,heldout-fresh5 off=strange:0,strange_other:0 \\
         veto=strange:inf,strange_other:inf
+
+and the query adapter against the retrieval before it, the weights as shipped:
+
+    python -m bench.quotes_flips all before=retrieval:hybrid-v5 after=
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from worker.evaluation import paired_bootstrap
 from worker.pipeline.quotes import WEIGHTS, Weights
 
 
-def setting(text: str) -> tuple[str, Weights]:
-    """NAME=FIELD:VALUE,... as a name and the defaults with those fields changed."""
+def setting(text: str) -> tuple[str, Weights, str | None]:
+    """NAME=FIELD:VALUE,... as a name, the defaults with those fields changed, and the
+    retrieval settings to rank with (None: a turn's)."""
     name, _, fields = text.partition("=")
-    changes: dict[str, Any] = {k: float(v) for k, v in (f.split(":") for f in fields.split(",")
-                                                       if f)}
-    return name, dataclasses.replace(WEIGHTS, **changes)
+    pairs = dict(f.split(":", 1) for f in fields.split(",") if f)
+    retrieval = pairs.pop("retrieval", None)
+    changes: dict[str, Any] = {k: float(v) for k, v in pairs.items()}
+    return name, dataclasses.replace(WEIGHTS, **changes), retrieval
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,9 +48,10 @@ def main(argv: list[str] | None = None) -> None:
     settings = [setting(s) for s in args.settings]
     pooled: dict[tuple[str, str], dict[str, list[float]]] = {}
     for name in args.sets.split(","):
-        rows = qe.collect(name, 5)
+        ranked = {r: qe.collect(name, 5, retrieval=r) for r in {s[2] for s in settings}}
         outcome: dict[str, dict[str, tuple[bool, bool]]] = {}
-        for label, weights in settings:
+        for label, weights, retrieval in settings:
+            rows = ranked[retrieval]
             print(name, label, json.dumps(qe.score(rows, weights)))
             outcome[label] = {}
             for r in rows:
@@ -57,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
                 else:
                     d["idk_unans"].append(0.0 if r["chosen"] else 1.0)
         base = settings[0][0]
-        for label, _w in settings[1:]:
-            for r in rows:
+        for label, _w, retrieval in settings[1:]:
+            for r in ranked[retrieval]:
                 q = r["q"]
                 if outcome[base][q["id"]][0] != outcome[label][q["id"]][0]:
                     kind = "answerable" if q.get("expected_source") else "unanswerable"

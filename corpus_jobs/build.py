@@ -16,6 +16,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from corpus_jobs import adapter
 from corpus_jobs.caption_file import load_caption_file
 from corpus_jobs.loaders import LoadedPiece, Source, include_target, loader_for, loaders_version
 from corpus_jobs.manifest import Manifest
@@ -323,6 +324,36 @@ def _write_question_views(conn: psycopg.Connection, settings: Settings,
                         progress=progress)
 
 
+def _write_adapter(conn: psycopg.Connection, version: str, reader: str, fitted: bool
+                   ) -> dict[str, float] | None:
+    """The staging table of the query adapter (corpus_jobs/adapter.py), fitted on the staged
+    question views and passages; none (and no table) when the index has no question views.
+    Returns what the fit read and how long it took."""
+    staging = sql.Identifier(corpus_store.ADAPTER_STAGING_TABLE)
+    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging))
+    if not fitted:
+        return None
+    started = time.monotonic()
+    rows = conn.execute(sql.SQL("SELECT id, embedding FROM {} ORDER BY id").format(
+        sql.Identifier(corpus_store.STAGING_TABLE))).fetchall()
+    place = {pid: n for n, (pid, _vec) in enumerate(rows)}
+    asked = [(place[pid], vec) for pid, vec in conn.execute(sql.SQL(
+        "SELECT id, embedding FROM {} ORDER BY id, lang, question").format(
+        sql.Identifier(corpus_store.QUESTIONS_STAGING_TABLE))).fetchall() if pid in place]
+    if not asked:
+        return None
+    matrix = adapter.fit(np.stack([v.to_numpy() for _n, v in asked]),
+                         np.array([n for n, _v in asked]),
+                         np.stack([v.to_numpy() for _pid, v in rows]))
+    with conn.transaction():
+        conn.execute(sql.SQL("CREATE TABLE {} (version text PRIMARY KEY, dim integer NOT NULL, "
+                             "matrix bytea NOT NULL)").format(staging))
+        conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(staging),
+                     (version, matrix.shape[0], matrix.astype(np.float32).tobytes()))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(staging, sql.Identifier(reader)))
+    return {"questions": len(asked), "seconds": round(time.monotonic() - started, 1)}
+
+
 def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5) -> None:
     """Swap staging in and mark the new version current, in one short transaction."""
     live = sql.Identifier(corpus_store.LIVE_TABLE)
@@ -347,6 +378,12 @@ def _swap(conn: psycopg.Connection, record: dict[str, object], attempts: int = 5
                 conn.execute(sql.SQL("ALTER TABLE IF EXISTS {} RENAME TO {}").format(
                     sql.Identifier(corpus_store.QUESTIONS_STAGING_TABLE),
                     sql.Identifier(corpus_store.QUESTIONS_TABLE)))
+                # And the query adapter fitted on them.
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
+                    sql.Identifier(corpus_store.ADAPTER_TABLE)))
+                conn.execute(sql.SQL("ALTER TABLE IF EXISTS {} RENAME TO {}").format(
+                    sql.Identifier(corpus_store.ADAPTER_STAGING_TABLE),
+                    sql.Identifier(corpus_store.ADAPTER_TABLE)))
                 conn.execute("UPDATE indexes SET current = false WHERE current")
                 conn.execute(
                     "INSERT INTO indexes (version, corpus_hash, manifest, embedding_model, dim, "
@@ -409,7 +446,8 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         corpus_hash = hashlib.sha256("|".join((
             content_hash, settings.embeddings.model, settings.embedding_prefix_mode,
             plan.digest(languages), *([f"views={plan.digest(views)}"] if views else []),
-            *([f"questions={questions.digest()}"] if questions.rows else []))
+            *([f"questions={questions.digest()}", f"adapter={adapter.fitted_by()}"]
+              if questions.rows else []))
         ).encode()).hexdigest()
         version = corpus_hash[:12]
         counts = plan.counts()
@@ -429,6 +467,7 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         view_embedded = _write_caption_views(conn, settings, view_rows, reader)
         question_embedded = _write_question_views(conn, settings, questions.rows, reader)
         _write_staging(conn, settings, passages, vectors, reader)
+        fitted = _write_adapter(conn, version, reader, bool(questions.rows))
         seconds = time.monotonic() - started
         _swap(conn, {
             "version": version, "corpus_hash": corpus_hash, "manifest": manifest.name,
@@ -441,6 +480,7 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
                                     "questions_file": manifest.questions.name
                                     if qfile is not None and manifest.questions else None,
                                     "questions": questions.counts(),
+                                    "query_adapter": fitted,
                                     "captions_file": manifest.captions.name
                                     if file is not None and manifest.captions else None,
                                     "caption_model": role.model if role else None,
@@ -451,8 +491,9 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         # After the swap: the index serves while its spans are embedded.
         spans = _embed_spans(conn, settings, passages)
     log.info("index %s: captions %s, %d caption calls, %d caption views (%d embedded), "
-             "question views %s (%d embedded), %d span vectors", version, counts, calls,
-             len(view_rows), view_embedded, questions.counts(), question_embedded, spans)
+             "question views %s (%d embedded), query adapter %s, %d span vectors", version,
+             counts, calls, len(view_rows), view_embedded, questions.counts(),
+             question_embedded, fitted, spans)
     return BuildReport(version, False, documents, len(passages), embedded, seconds, counts,
                        calls, spans, questions.counts(), question_embedded)
 

@@ -24,6 +24,11 @@ CAPTIONS_STAGING_TABLE = "passage_captions_staging"
 # apart from the text; written and swapped in with the passages, like the captions' views.
 QUESTIONS_TABLE = "passage_questions"
 QUESTIONS_STAGING_TABLE = "passage_questions_staging"
+# The query adapter fitted on the question views (corpus_jobs/adapter.py): one row, the map's
+# float32 bytes with the version of the index it was fitted for; swapped in with the passages.
+# An index without question views has none.
+ADAPTER_TABLE = "query_adapter"
+ADAPTER_STAGING_TABLE = "query_adapter_staging"
 
 SCHEMA_SQL = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -182,6 +187,19 @@ def question_similarities(conn: psycopg.Connection, vectors: list[list[float]],
             if sim is not None:
                 best[pid] = max(best.get(pid, 0.0), float(sim))
     return best
+
+
+def query_adapter(conn: psycopg.Connection, version: str) -> np.ndarray | None:
+    """The query adapter fitted for index `version` (dim x dim), or None when that index has
+    none."""
+    if not _exists(conn, ADAPTER_TABLE):
+        return None
+    row = conn.execute(f"SELECT dim, matrix FROM {ADAPTER_TABLE} WHERE version = %s",
+                       (version,)).fetchone()
+    if row is None:
+        return None
+    dim, raw = row
+    return np.frombuffer(bytes(raw), dtype=np.float32).reshape(dim, dim)
 
 
 def _exists(conn: psycopg.Connection, table: str) -> bool:

@@ -375,3 +375,60 @@ def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_sear
         kept = corpus_store.question_views(conn)
     assert len(kept) == 6 and not {q for _pid, _lang, q in kept} & set(asked["docs/c.md"]), \
         "the changed passage loses exactly its questions"
+
+
+def test_a_build_with_question_views_fits_a_query_adapter_and_retrieval_ranks_with_it(
+        corpus: tuple[Settings, Path]) -> None:
+    import numpy as np
+
+    from worker.evaluation_presets import ResearchConfig
+    from worker.pipeline.retrieve import adapted, query_adapter, rank
+    from worker.pipeline.vectors import cached_vectors
+
+    s, root = corpus
+    s = dataclasses.replace(s, caption_languages=(), caption_views=(), question_views=())
+    with (root / "m.toml").open("a") as f:
+        f.write('questions = "t.questions.json"\n')
+    manifest = load_manifest(root / "m.toml")
+    pieces, _, _ = load_pieces(manifest)
+    asked = {"docs/a.md": ("Kde vyplním svůj odhad?",), "docs/b.md": ("Jak se počítá výsledek?",),
+             "docs/c.md": ("Jak moc se experti shodnou?", "Jak přesný je kompromis?")}
+    dump_question_file(root / "t.questions.json", QuestionFile("t", "2026-12-02", "by a test", {
+        caption_key(p): QEntry(p.source, p.section, {"cs": asked[p.source]}) for p in pieces}),
+        "t")
+    nobody = ModelRole("captions", "local", "nobody", "http://127.0.0.1:9/v1")
+    plain = build_index(dataclasses.replace(s, captions=nobody), manifest)
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        assert corpus_store.query_adapter(conn, plain.version) is None, "no views, no adapter"
+
+    on = dataclasses.replace(s, captions=nobody, question_views=("cs",))
+    built = build_index(on, manifest)
+    question = "Jak moc se experti shodnou na výsledku?"
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        matrix = query_adapter(conn, built.version)
+        assert matrix is not None and matrix.shape == (s.embedding_dim, s.embedding_dim)
+        built_with = conn.execute("SELECT settings FROM indexes WHERE current").fetchone()[0]
+        assert built_with["query_adapter"]["questions"] == 5
+        passages = corpus_store.all_passages(conn)
+        gamma = next(p.id for p in passages if p.source == "docs/c.md")
+        vector = cached_vectors(s, [question], "query")[0]
+        rows = dict(conn.execute("SELECT id, embedding FROM passages").fetchall())
+
+        def margin(v: list[float]) -> float:
+            sims = {pid: float(np.dot(v, e.to_numpy()) / np.linalg.norm(e.to_numpy()))
+                    for pid, e in rows.items()}
+            return sims[gamma] - max(x for pid, x in sims.items() if pid != gamma)
+
+        assert margin(adapted(vector, matrix)) > margin(vector) + 0.05, \
+            "through the adapter the question leans towards the passage its like answers"
+        only = ResearchConfig(mode="dense", original_english=0.0, caption_cs=0.0,
+                              question_cs=0.0, question_translation=0.0, adapted=1.0)
+        _, ranked, _ = rank(conn, on, only, question, limit=4, language="cs")
+        assert ranked[0][0] == gamma
+
+    (root / "docs" / "c.md").write_text(DOCS["c.md"].replace("maximum", "largest"))
+    again = build_index(on, manifest)
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        assert corpus_store.query_adapter(conn, built.version) is None
+        assert corpus_store.query_adapter(conn, again.version) is not None, \
+            "fitted again with the new index, swapped in with it"

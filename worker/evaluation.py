@@ -219,6 +219,7 @@ def run_eval(settings: Settings, config: RetrievalConfig, questions: Sequence[Qu
         "index_captions": built.get("caption_languages") or [],
         "index_caption_views": built.get("caption_views") or [],
         "index_question_views": built.get("question_views") or [],
+        "index_query_adapter": bool(built.get("query_adapter")),
         "embedding_model": settings.embeddings.model,
         "settings": dataclasses.asdict(research(config)),
         "seconds": round(time.monotonic() - started, 2),

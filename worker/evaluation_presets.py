@@ -84,6 +84,9 @@ class ResearchConfig(RetrievalConfig):
     question_en: float = TURN.question_en
     question_translation: float = TURN.question_translation
     question_merge: bool = TURN.question_merge
+    # The RRF weight of the question as asked, through the query adapter fitted on the question
+    # views, over every passage (0 = off; an index without question views has no adapter).
+    adapted: float = TURN.adapted
 
 
 def research(config: RetrievalConfig) -> ResearchConfig:
@@ -99,10 +102,10 @@ def research(config: RetrievalConfig) -> ResearchConfig:
 # compared with.
 V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0,
                       "per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
-                      "caption_en": 0.0}
+                      "caption_en": 0.0, "adapted": 0.0}
 # The fourth round's steps for both languages, off (docs/benchmarks.md).
 V2: dict[str, Any] = {"per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
-                      "caption_en": 0.0}
+                      "caption_en": 0.0, "adapted": 0.0}
 PRESETS: dict[str, ResearchConfig] = {
     "hybrid": ResearchConfig(),
     "dense": ResearchConfig(**V1, mode="dense"),
@@ -125,9 +128,13 @@ PRESETS: dict[str, ResearchConfig] = {
     "hybrid-v2": ResearchConfig(**V2),
     # The default before the captions' second round (docs/benchmarks.md, "Captions shipped with the
     # corpus"): no ranking over the captions' views.
-    "hybrid-v3": ResearchConfig(caption_cs=0.0, caption_en=0.0),
+    "hybrid-v3": ResearchConfig(caption_cs=0.0, caption_en=0.0, adapted=0.0),
     # The default before question views: no ranking over them.
-    "hybrid-v4": ResearchConfig(question_cs=0.0, question_en=0.0, question_translation=0.0),
+    "hybrid-v4": ResearchConfig(question_cs=0.0, question_en=0.0, question_translation=0.0,
+                                adapted=0.0),
+    # The default before the query adapter fitted on the question views (docs/benchmarks.md,
+    # "A query adapter").
+    "hybrid-v5": ResearchConfig(adapted=0.0),
     # Question views as one ranking with the captions' views (measured lower than apart).
     "hybrid-questions-merged": ResearchConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over

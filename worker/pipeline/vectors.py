@@ -81,3 +81,27 @@ def cached_vectors(settings: Settings, texts: Sequence[str], kind: str,
         while len(_cache) > VECTOR_CACHE:
             _cache.popitem(last=False)
     return [vec.tolist() for t in texts if (vec := have[t]) is not None]
+
+
+_adapters: dict[str, np.ndarray | None] = {}
+_adapters_lock = threading.Lock()
+
+
+def query_adapter(conn: psycopg.Connection, version: str) -> np.ndarray | None:
+    """The query adapter of index `version` (read once per version), or None."""
+    with _adapters_lock:
+        if version in _adapters:
+            return _adapters[version]
+    matrix = corpus_store.query_adapter(conn, version)
+    with _adapters_lock:
+        if len(_adapters) > 4:
+            _adapters.clear()
+        _adapters[version] = matrix
+    return matrix
+
+
+def adapted(vector: list[float], matrix: np.ndarray) -> list[float]:
+    """A query vector through the adapter, back to unit length."""
+    z = np.asarray(vector, dtype=np.float32) @ matrix
+    norm = float(np.linalg.norm(z))
+    return (z / norm if norm > 0 else z).tolist()
