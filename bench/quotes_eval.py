@@ -40,7 +40,7 @@ from worker.pipeline.quotes import (
 )
 from worker.pipeline.retrieve import RetrievalConfig, rank
 from worker.pipeline.rewrite import translate_fewshot
-from worker.pipeline.vectors import cached_vectors, passage_vectors
+from worker.pipeline.vectors import cached_vectors, passage_vectors, query_adapter
 
 REPO = Path(__file__).resolve().parent.parent
 SETS = {
@@ -137,6 +137,7 @@ def collect(which: str, top_k: int, translate: bool = True,
             spans = passage_spans(passages, lexical)
             asked = [q["question"]] + ([search] if search != q["question"] else [])
             pvecs = passage_vectors(conn, passages)
+            adapter = query_adapter(conn, _v)
             # The first pass asks the embeddings server (what a turn's quotes step costs).
             rank_spans(asked, passages, spans, vectors, _idf(lexical), english=lang != "cs")
             ms = (time.perf_counter() - t0) * 1000
@@ -146,7 +147,7 @@ def collect(which: str, top_k: int, translate: bool = True,
                                                      [p.id for p in passages])
             views = max((per.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
             out.append({"q": q, "lang": lang, "passages": passages, "spans": spans,
-                        "pvecs": pvecs, "views": views,
+                        "pvecs": pvecs, "adapter": adapter, "views": views,
                         "per_views": [per.get(p.id, 0.0) for p in passages],
                         "asked": asked, "lexical": lexical, "ms": ms,
                         "retrieval_hit": next((i for i, p in enumerate(passages, 1)
@@ -189,7 +190,8 @@ def score(rows: list[dict], given: Weights) -> dict:
         weights = given.deciding(any(r["per_views"][:COVERED]))
         cands = rank_spans(r["asked"], r["passages"], r["spans"], r["vectors"],
                            _idf(r["lexical"]), weights, english=english,
-                           passage_vectors=r["pvecs"], views=r["per_views"])
+                           passage_vectors=r["pvecs"], views=r["per_views"],
+                           adapter=r["adapter"])
         vmax = r["lexical"].idf_max
         r["cov"] = coverage(r["asked"], r["passages"][:COVERED], _idf(r["lexical"]), vmax,
                             "max" if english else weights.coverage_mix_other)

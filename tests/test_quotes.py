@@ -386,3 +386,26 @@ def test_quotes_of_one_section_are_given_in_its_reading_order() -> None:
     assert chosen[0].n == ranked[0].n
     mine = [c.span.start for c in chosen if c.n == chosen[0].n]
     assert len(mine) >= 2 and mine == sorted(mine)
+
+
+def test_a_czech_question_leans_on_the_passage_the_query_adapter_brings_it_to() -> None:
+    import numpy as np
+
+    passages = [_p("a", "The median is the middle value."),
+                _p("b", "Experts are invited by email.")]
+    spans = [split_spans(p.text) for p in passages]
+    # The passages' index vectors, and an adapter that carries a question with none of the
+    # vocabulary's words (a Czech one, to this stand-in) to the invitation passage.
+    index = [[float(i == 5) for i in range(9)], [float(i == 3) for i in range(9)]]
+    adapter = np.eye(9, dtype=np.float32)
+    adapter[8] = [float(i == 3) for i in range(9)]
+
+    def first(english: bool, with_adapter: bool) -> int:
+        ranked = rank_spans(["Jak pozvu experty?"], passages, spans, _vectors_by_words,
+                            lambda t: 1.0, Weights(), english=english, passage_vectors=index,
+                            adapter=adapter if with_adapter else None)
+        return ranked[0].n
+
+    assert first(english=False, with_adapter=False) == 0, "the spans alone lean to the median"
+    assert first(english=False, with_adapter=True) == 1, "the adapter's passage comes first"
+    assert first(english=True, with_adapter=True) == 0, "English does not read it (weight 0)"

@@ -24,6 +24,7 @@ from worker.pipeline.quotes import (
     coverage,
     known,
     rank_spans,
+    ranks_by_adapter,
     ranks_by_question_views,
     reads_vocabulary,
     uses_question_views,
@@ -31,7 +32,7 @@ from worker.pipeline.quotes import (
 from worker.pipeline.retrieve import RetrievalConfig
 from worker.pipeline.structured import fold
 from worker.pipeline.types import Retrieval
-from worker.pipeline.vectors import cached_vectors
+from worker.pipeline.vectors import cached_vectors, passage_vectors, query_adapter
 
 # The quotes form looks at more passages than a prompt holds: only the quoted ones are cited.
 QUOTE_PASSAGES = 5
@@ -70,9 +71,15 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
         views = corpus_store.question_similarities(
             conn, cached_vectors(settings, list(questions), "query", conn),
             [p.id for p in passages])
+    # The passages' similarity with the question through the query adapter: a prior of
+    # their spans (Weights.adapted), read only where it weighs.
+    adapter = query_adapter(conn, retrieval.index_version) \
+        if ranks_by_adapter(WEIGHTS, english) else None
     ranked = rank_spans(questions, passages, spans,
                         lambda texts, kind: cached_vectors(settings, texts, kind, conn), idf,
-                        english=english, views=[views.get(p.id, 0.0) for p in passages])
+                        english=english, views=[views.get(p.id, 0.0) for p in passages],
+                        passage_vectors=passage_vectors(conn, passages)
+                        if adapter is not None else None, adapter=adapter)
     covered = coverage(questions, passages[:COVERED], idf, lexical.idf_max,
                        "max" if english else WEIGHTS.coverage_mix_other)
     asked = max((views.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)

@@ -14,9 +14,12 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from shared.passage import Passage
 from shared.spans import MAX_SPAN_CHARS, Span, embed_text, span_context
 from worker.pipeline.bm25 import STEM, tokenize
+from worker.pipeline.vectors import adapted
 from worker.pipeline.weak import is_weak
 
 # Vectors of texts as "query" or "passage" (the embeddings role, batched by the caller).
@@ -96,6 +99,13 @@ class Weights:
     # any weight; docs/benchmarks.md, "The quotes form with question views").
     views: float = 0.0
     views_other: float = 1.0
+    # A prior for each span from its passage's similarity with the question through the query
+    # adapter (corpus_jobs/adapter.py; its index vector against the adapted question or
+    # translation, the better): a Czech question's meaning carried to the English page it
+    # asks about. Nine read sets, Czech first quote .550 -> .606 at 2.5; English does not
+    # move at any weight (docs/benchmarks.md, "A query adapter").
+    adapted: float = 0.0
+    adapted_other: float = 2.5
     # The decision may also read how much of the question, as asked, the corpus knows at all:
     # this much times the idf-weighted share of its words found anywhere in the corpus (known;
     # a boiled egg or a castle's opening hours are words no page uses). 0 = off. Alone, on
@@ -186,11 +196,12 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
                idf: Callable[[str], float], weights: Weights = WEIGHTS,
                english: bool = True,
                passage_vectors: Sequence[Sequence[float]] | None = None,
-               views: Sequence[float] | None = None) -> list[Candidate]:
+               views: Sequence[float] | None = None,
+               adapter: np.ndarray | None = None) -> list[Candidate]:
     """Every span scored against the question(s), best first; `english`: the question was
     asked in English (see Weights.rank); `passage_vectors`: the passages' index vectors
-    (see Weights.passage); `views`: per passage, the best question-view similarity (see
-    Weights.views)."""
+    (see Weights.passage and Weights.adapted); `views`: per passage, the best question-view
+    similarity (see Weights.views); `adapter`: the index's query adapter."""
     prior = weights.rank if english else weights.rank_other
     whole = weights.passage if english else weights.passage_other
     fused = weights.fused if english else weights.fused_other
@@ -213,6 +224,11 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     mean = not english and weights.dense_mix_other == "mean"
     meaning = [max(_cosine(q, v) for q in query_vectors) for v in passage_vectors] \
         if whole and passage_vectors else None
+    fits = weights.adapted if english else weights.adapted_other
+    mapped = [adapted(q, adapter) for q in query_vectors] \
+        if fits and adapter is not None and passage_vectors else []
+    fitted = [max(_cosine(q, v) for q in mapped) for v in passage_vectors or ()] \
+        if mapped else None
     out = []
     for (n, span), text, vec in zip(flat, texts, span_vectors, strict=True):
         sims = [_cosine(q, vec) for q in query_vectors]
@@ -237,6 +253,8 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
         bonus = prior / (n + 1) + fused * passages[n].score + shape
         if meaning is not None:
             bonus += whole * meaning[n]
+        if fitted is not None:
+            bonus += fits * fitted[n]
         if asks and views is not None:
             bonus += asks * views[n]
         out.append(Candidate(n, span, " ".join(text.split()), match + bonus, dense,
@@ -324,6 +342,11 @@ def reads_vocabulary(weights: Weights, english: bool) -> bool:
 def uses_question_views(weights: Weights, english: bool) -> bool:
     """Whether the decision reads the question views (so the caller looks them up)."""
     return (weights.question if english else weights.question_other) > 0
+
+
+def ranks_by_adapter(weights: Weights, english: bool) -> bool:
+    """Whether the span ranking reads the query adapter (Weights.adapted)."""
+    return (weights.adapted if english else weights.adapted_other) > 0
 
 
 def ranks_by_question_views(weights: Weights, english: bool) -> bool:
