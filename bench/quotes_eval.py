@@ -55,6 +55,7 @@ SETS = {
     "fresh5": REPO / "bench" / "retrieval" / "heldout-fresh5.jsonl",
     "fresh6": REPO / "bench" / "retrieval" / "heldout-fresh6.jsonl",
     "fresh7": REPO / "bench" / "retrieval" / "heldout-fresh7.jsonl",
+    "fresh8": REPO / "bench" / "retrieval" / "heldout-fresh8.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -67,8 +68,10 @@ SETS = {
 # heldout-fresh6: a seventh, written blind in the session that carried follow-ups.
 # heldout-fresh7: an eighth, written blind before the question views joined the English
 # decision.
+# heldout-fresh8: a ninth, written blind before the query adapter was measured.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
-           "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7")
+           "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7",
+           "heldout-fresh8")
 
 
 def _load(name: str) -> list[dict]:
