@@ -409,3 +409,20 @@ def test_a_czech_question_leans_on_the_passage_the_query_adapter_brings_it_to() 
     assert first(english=False, with_adapter=False) == 0, "the spans alone lean to the median"
     assert first(english=False, with_adapter=True) == 1, "the adapter's passage comes first"
     assert first(english=True, with_adapter=True) == 0, "English does not read it (weight 0)"
+
+
+def test_an_faq_answer_is_quoted_whole_where_one_sentence_of_it_is_best() -> None:
+    """"How does the median handle an even count?" found the answer's odd-count sentence
+    first, and the even-count one, just after it, fell outside the margin: half an answer."""
+    faq = ("question: Why is the median calculated differently for odd and even counts?\n"
+           "answer: For an odd number of experts, the median is the middle element. For an "
+           "even number, it's the mean of the two central elements.")
+    passages = [_p("a", faq, "results", source="faq.json")]
+    spans = [split_spans(p.text) for p in passages]
+    assert [s.key for s in spans[0]][-2:] == ["answer", "answer"], "two sentences of one answer"
+    first = rank_spans(["median odd experts"], passages, spans, _vectors_by_words,
+                       lambda t: 1.0, Weights())
+    chosen = choose([c for c in first if c.text.startswith("For an odd")], passages, spans,
+                    1.0, Weights(threshold=0.0))
+    assert len(chosen) == 1 and chosen[0].text.endswith("the two central elements."), \
+        chosen[0].text

@@ -285,10 +285,25 @@ def _with_neighbours(cands: list[Candidate], weight: float) -> list[Candidate]:
 
 
 def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidate:
-    """The span as it is best quoted: an FAQ question gives way to its answer; an
-    introduction ending in ':' takes the item, row or formula line it introduces."""
+    """The span as it is best quoted: an FAQ question gives way to its answer, a sentence of
+    an answer takes the whole answer; an introduction ending in ':' takes the item, row or
+    formula line it introduces."""
     i = spans.index(c.span)
     nxt = spans[i + 1] if i + 1 < len(spans) else None
+    if c.span.key.endswith("answer"):
+        # One sentence of an FAQ answer is half of it ("For an odd number ..." without "For
+        # an even number ..."): the whole answer while it fits one quote.
+        first = last = i
+        while first > 0 and _same_line(spans[first - 1], c.span):
+            first -= 1
+        while last + 1 < len(spans) and _same_line(spans[last + 1], c.span):
+            last += 1
+        if first == last or spans[last].end - spans[first].start > MAX_SPAN_CHARS:
+            return c
+        span = Span(spans[first].start, spans[last].end, c.span.kind, c.span.block,
+                    c.span.key, c.span.label)
+        return dataclasses.replace(c, span=span,
+                                   text=" ".join(span.text_of(passage.text).split()))
     if nxt is None:
         return c
     if c.span.key.endswith("question") and nxt.key.endswith("answer"):
@@ -306,6 +321,11 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
     else:
         return c
     return dataclasses.replace(c, span=span, text=" ".join(span.text_of(passage.text).split()))
+
+
+def _same_line(a: Span, b: Span) -> bool:
+    """Whether two spans are sentences of one keyed line (one FAQ answer)."""
+    return a.key == b.key and a.block == b.block
 
 
 def decision(ranked: Sequence[Candidate], covered: float, top: float,
