@@ -426,3 +426,17 @@ def test_an_faq_answer_is_quoted_whole_where_one_sentence_of_it_is_best() -> Non
                     1.0, Weights(threshold=0.0))
     assert len(chosen) == 1 and chosen[0].text.endswith("the two central elements."), \
         chosen[0].text
+
+
+def test_an_introduction_does_not_take_a_code_comment_as_what_it_introduces() -> None:
+    """"This project uses uv for dependency management:" was quoted with the first line of
+    the shell block after it, "bash # Clone the repository"."""
+    text = ("This project uses `uv` for dependency management:\n\n```bash\n"
+            "# Clone the repository\ngit clone <repository-url>\n```\n")
+    passages = [_p("a", text, "# BeCoMe > ## Installation", source="README.md")]
+    spans = [split_spans(p.text) for p in passages]
+    ranked = rank_spans(["dependency management"], passages, spans, _vectors_by_words,
+                        lambda t: 1.0, Weights())
+    intro = [c for c in ranked if c.text.startswith("This project uses")]
+    chosen = choose(intro, passages, spans, 1.0, Weights(threshold=0.0))
+    assert chosen and "Clone" not in chosen[0].text, chosen[0].text

@@ -316,11 +316,17 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
             end = more.end
         span = Span(nxt.start, end, nxt.kind, nxt.block, nxt.key, nxt.label)
     elif c.text.endswith(":") and nxt.end - c.span.start <= MAX_SPAN_CHARS \
-            and nxt.kind != "line":
+            and nxt.kind != "line" and not _comment(nxt, passage):
         span = Span(c.span.start, nxt.end, c.span.kind, c.span.block, c.span.key)
     else:
         return c
     return dataclasses.replace(c, span=span, text=" ".join(span.text_of(passage.text).split()))
+
+
+def _comment(span: Span, passage: Passage) -> bool:
+    """Whether a span is a comment line of a code block (what a shell block's "# Clone the
+    repository" is): no formula or command an introduction introduces."""
+    return span.kind == "code" and span.text_of(passage.text).lstrip().startswith(("#", "//"))
 
 
 def _same_line(a: Span, b: Span) -> bool:
