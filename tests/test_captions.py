@@ -16,7 +16,7 @@ from assistant_cli.cli import main
 from corpus_jobs.build import build_index, load_pieces
 from corpus_jobs.caption_file import CaptionFile, Entry, dump_caption_file, load_caption_file
 from corpus_jobs.captions import caption_key
-from corpus_jobs.manifest import load_manifest
+from corpus_jobs.manifest import Manifest, load_manifest
 from corpus_jobs.questions import Entry as QEntry
 from corpus_jobs.questions import QuestionFile, dump_question_file
 from shared import corpus_store
@@ -319,32 +319,43 @@ def test_czech_captions_kept_as_a_view_of_their_own_and_an_index_without_them_se
     assert again.embedded == 0, "a forced rebuild embeds nothing new"
 
 
+ASKED = {"docs/a.md": ("Kde vyplním svůj odhad?",), "docs/b.md": ("Jak se počítá výsledek?",),
+         "docs/c.md": ("Jak moc se experti shodnou?", "Jak přesný je kompromis?")}
+
+
+def _with_questions(s: Settings, root: Path, english: bool) -> tuple[Settings, Manifest]:
+    """The corpus's manifest naming a questions file of ASKED in Czech (and one English
+    question a passage); settings without captions or views, and a caption role nobody
+    answers (the question views ask no model but the embeddings)."""
+    nobody = ModelRole("captions", "local", "nobody", "http://127.0.0.1:9/v1")
+    s = dataclasses.replace(s, caption_languages=(), caption_views=(), question_views=(),
+                            captions=nobody)
+    with (root / "m.toml").open("a") as f:
+        f.write('questions = "t.questions.json"\n')
+    manifest = load_manifest(root / "m.toml")
+    pieces, _, _ = load_pieces(manifest)
+    dump_question_file(root / "t.questions.json", QuestionFile("t", "2026-12-02", "by a test", {
+        caption_key(p): QEntry(p.source, p.section, {
+            "cs": ASKED[p.source],
+            **({"en": (f"What does {p.section} explain?",)} if english else {})})
+        for p in pieces}), "t")
+    return s, manifest
+
+
 def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_searches_them(
         corpus: tuple[Settings, Path]) -> None:
     from worker.evaluation_presets import ResearchConfig
     from worker.pipeline.retrieve import rank
     from worker.pipeline.vectors import cached_vectors
 
-    s, root = corpus
-    s = dataclasses.replace(s, caption_languages=(), caption_views=(), question_views=())
-    with (root / "m.toml").open("a") as f:
-        f.write('questions = "t.questions.json"\n')
-    manifest = load_manifest(root / "m.toml")
-    pieces, _, _ = load_pieces(manifest)
-    asked = {"docs/a.md": ("Kde vyplním svůj odhad?",), "docs/b.md": ("Jak se počítá výsledek?",),
-             "docs/c.md": ("Jak moc se experti shodnou?", "Jak přesný je kompromis?")}
-    dump_question_file(root / "t.questions.json", QuestionFile("t", "2026-12-02", "by a test", {
-        caption_key(p): QEntry(p.source, p.section, {
-            "cs": asked[p.source], "en": (f"What does {p.section} explain?",)})
-        for p in pieces}), "t")
-    # A caption role nobody answers: the question views ask no model but the embeddings.
-    nobody = ModelRole("captions", "local", "nobody", "http://127.0.0.1:9/v1")
-    plain = build_index(dataclasses.replace(s, captions=nobody), manifest)
+    s, manifest = _with_questions(*corpus, english=True)
+    root = corpus[1]
+    plain = build_index(s, manifest)
     assert plain.questions == {"passages": 0, "questions": 0, "changed": 0, "stale": 0}
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         assert corpus_store.question_views(conn) == [], "off: no question views"
 
-    on = dataclasses.replace(s, captions=nobody, question_views=("en", "cs"))
+    on = dataclasses.replace(s, question_views=("en", "cs"))
     built = build_index(on, manifest)
     assert built.version != plain.version and built.caption_calls == 0
     assert built.questions == {"passages": 4, "questions": 9, "changed": 0, "stale": 0}
@@ -373,7 +384,7 @@ def test_a_build_with_the_questions_file_keeps_question_views_and_retrieval_sear
     assert again.questions_embedded == 0, "every kept question's vector from the cache"
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         kept = corpus_store.question_views(conn)
-    assert len(kept) == 6 and not {q for _pid, _lang, q in kept} & set(asked["docs/c.md"]), \
+    assert len(kept) == 6 and not {q for _pid, _lang, q in kept} & set(ASKED["docs/c.md"]), \
         "the changed passage loses exactly its questions"
 
 
@@ -382,26 +393,16 @@ def test_a_build_with_question_views_fits_a_query_adapter_and_retrieval_ranks_wi
     import numpy as np
 
     from worker.evaluation_presets import ResearchConfig
-    from worker.pipeline.retrieve import adapted, query_adapter, rank
-    from worker.pipeline.vectors import cached_vectors
+    from worker.pipeline.retrieve import rank
+    from worker.pipeline.vectors import adapted, cached_vectors, query_adapter
 
-    s, root = corpus
-    s = dataclasses.replace(s, caption_languages=(), caption_views=(), question_views=())
-    with (root / "m.toml").open("a") as f:
-        f.write('questions = "t.questions.json"\n')
-    manifest = load_manifest(root / "m.toml")
-    pieces, _, _ = load_pieces(manifest)
-    asked = {"docs/a.md": ("Kde vyplním svůj odhad?",), "docs/b.md": ("Jak se počítá výsledek?",),
-             "docs/c.md": ("Jak moc se experti shodnou?", "Jak přesný je kompromis?")}
-    dump_question_file(root / "t.questions.json", QuestionFile("t", "2026-12-02", "by a test", {
-        caption_key(p): QEntry(p.source, p.section, {"cs": asked[p.source]}) for p in pieces}),
-        "t")
-    nobody = ModelRole("captions", "local", "nobody", "http://127.0.0.1:9/v1")
-    plain = build_index(dataclasses.replace(s, captions=nobody), manifest)
+    s, manifest = _with_questions(*corpus, english=False)
+    root = corpus[1]
+    plain = build_index(s, manifest)
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         assert corpus_store.query_adapter(conn, plain.version) is None, "no views, no adapter"
 
-    on = dataclasses.replace(s, captions=nobody, question_views=("cs",))
+    on = dataclasses.replace(s, question_views=("cs",))
     built = build_index(on, manifest)
     question = "Jak moc se experti shodnou na výsledku?"
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
