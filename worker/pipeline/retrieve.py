@@ -57,8 +57,8 @@ class RetrievalConfig:
     question_translation = 1.0
     # The question as asked, through the query adapter fitted on the question views
     # (corpus_jobs/adapter.py), over every passage by meaning, at this weight (0 = off; an
-    # index without question views has no adapter). Read sets: hit@3 English .835 -> .874,
-    # Czech .783 -> .823 at 2 (docs/benchmarks.md, "A query adapter").
+    # index without question views has no adapter). Nine read sets: hit@3 English .84 ->
+    # .86, Czech .78 -> .82 (docs/benchmarks.md, "A query adapter").
     adapted = 2.0
     per_section = 2
     # Research leads off by default: diacritics folded, the interface-text dictionary and the
