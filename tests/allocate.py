@@ -22,6 +22,7 @@ the end of a session); docs/developing.md, "Ports and Redis databases".
 
 from __future__ import annotations
 
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +66,10 @@ class Allocator:
         if pool not in self.pools:
             raise AllocationError(f"no port pool {pool!r} (pools: {', '.join(self.pools)})")
         self._unclaimed(self._ports, "port", name)
-        free = next((p for p in self.pools[pool] if p not in self._taken), None)
+        # Not one something already listens on: a `make run` stack beside the suite holds
+        # ports inside the pools (its demo app, 8030).
+        free = next((p for p in self.pools[pool] if p not in self._taken and _bindable(p)),
+                    None)
         if free is None:
             raise AllocationError(f"port pool {pool!r} ({_span(self.pools[pool])}) has run out "
                                   f"at {name!r}; widen it in tests/conftest.py\n{self.table()}")
@@ -119,6 +123,18 @@ class Allocator:
         if claim.kind == "port":
             self._taken[claim.value] = claim
         return claim.value
+
+
+def _bindable(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:port (a closed connection's TIME_WAIT does not
+    count: the servers the tests start reuse the address too)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _span(r: range) -> str:

@@ -85,3 +85,17 @@ def test_no_test_numbers_a_port_or_a_redis_database_by_hand() -> None:
             if BY_HAND.search(line):
                 found.append(f"{path.name}:{n}: {line.strip()}")
     assert not found, "claim it from ALLOC (tests/allocate.py) instead:\n" + "\n".join(found)
+
+
+def test_a_port_something_already_listens_on_is_skipped() -> None:
+    """A `make run` stack beside the suite listens inside the web pool (its demo app on 8030):
+    handing that port to a test's server failed with "Address already in use"."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        a = Allocator(0, {"web": range(taken, taken + 3)}, 6900, 1)
+        got = a.port("host page")
+        assert got != taken and got in range(taken + 1, taken + 3)
