@@ -281,7 +281,8 @@ def cmd_corpus_build(args: argparse.Namespace) -> int:
     print(json.dumps(report.__dict__, indent=2) if args.json else
           f"\nindex {report.version}: {'unchanged (no-op)' if report.no_op else 'built'}; "
           f"{report.documents} documents, {report.passages} passages, "
-          f"{report.embedded} embedded, {report.seconds:.1f}s\n{captions_line(report)}"
+          f"{report.embedded} embedded, {report.vectors_from_file} vectors from the vectors "
+          f"file, {report.seconds:.1f}s\n{captions_line(report)}"
           f"\n{questions_line(report)}")
     return 0
 
@@ -484,6 +485,9 @@ def parser() -> argparse.ArgumentParser:
     from assistant_cli import captions_cli
 
     captions_cli.add_parser(csub)
+    from assistant_cli import vectors_cli
+
+    vectors_cli.add_parser(csub)
     from assistant_cli import retrieval_cli
 
     e = sub.add_parser("eval", help="evaluation")

@@ -21,6 +21,7 @@ from corpus_jobs.caption_file import load_caption_file
 from corpus_jobs.loaders import LoadedPiece, Source, include_target, loader_for, loaders_version
 from corpus_jobs.manifest import Manifest
 from corpus_jobs.questions import load_question_file, question_views
+from corpus_jobs.vector_file import ShippedVectors
 from shared import corpus_store
 from shared.config import Settings
 from shared.errors import ModelError
@@ -58,6 +59,8 @@ class BuildReport:
     # passage matches (`stale`); and how many question vectors were newly embedded.
     questions: dict[str, int] = field(default_factory=dict)
     questions_embedded: int = 0
+    # Vectors taken from the manifest's vectors file instead of the embeddings role.
+    vectors_from_file: int = 0
 
 
 def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str],
@@ -174,21 +177,43 @@ def _cached_embeddings(conn: psycopg.Connection, model: str,
 
 
 def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[Passage],
-                   progress: Progress | None) -> tuple[dict[str, np.ndarray], int]:
+                   shipped: ShippedVectors, progress: Progress | None
+                   ) -> tuple[dict[str, np.ndarray], int]:
     """Embeddings for every passage; new ones are committed batch by batch so a killed
     build resumes without re-embedding what it already stored."""
     return _embed_texts(conn, settings, {p.content_hash: p.index_text for p in passages},
-                        progress)
+                        shipped, progress)
+
+
+def _model_key(settings: Settings) -> str:
+    """The caches' model key: the same model with another prefix mode embeds otherwise."""
+    return f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
+
+
+def _from_file(conn: psycopg.Connection, shipped: ShippedVectors, table: str, model_key: str,
+               missing: list[str]) -> dict[str, np.ndarray]:
+    """The vectors file's vectors of the `missing` keys, stored in the cache `table` as if
+    just embedded (the next build, and the worker for spans, read them there)."""
+    found = shipped.take(table, model_key, missing)
+    if found:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING")
+                            .format(sql.Identifier(table)),
+                            [(h, model_key, v) for h, v in found.items()])
+    return found
 
 
 def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str, str],
-                 progress: Progress | None = None, kind: str = "passage"
-                 ) -> tuple[dict[str, np.ndarray], int]:
-    """Embeddings (as `kind`, passage or query) of texts by content hash, from the cache or
-    the embeddings role (a query's hash must say so: the cache's key is hash and model)."""
-    model_key = f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
+                 shipped: ShippedVectors, progress: Progress | None = None,
+                 kind: str = "passage") -> tuple[dict[str, np.ndarray], int]:
+    """Embeddings (as `kind`, passage or query) of texts by content hash, from the cache, the
+    vectors file or the embeddings role (a query's hash must say so: the cache's key is hash
+    and model)."""
+    model_key = _model_key(settings)
     have = _cached_embeddings(conn, model_key, list(by_hash))
     missing = [h for h in by_hash if h not in have]
+    have.update(_from_file(conn, shipped, "embedding_cache", model_key, missing))
+    missing = [h for h in missing if h not in have]
     done = 0
     for start in range(0, len(missing), 16):
         batch = missing[start:start + 16]
@@ -216,12 +241,13 @@ def _question_hash(lang: str, question: str) -> str:
 
 
 def _embed_spans(conn: psycopg.Connection, settings: Settings,
-                 passages: list[Passage]) -> int:
+                 passages: list[Passage], shipped: ShippedVectors) -> int:
     """Every quotable span's vector in span_vectors, keyed like a passage's cached one (hash
     of the embedded text, model): the quotes form reads them at question time instead of
-    asking the embeddings role (worker/pipeline/vectors.py). Returns how many were new; a
-    failing embeddings role leaves the rest to question time (the index already serves)."""
-    model_key = f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
+    asking the embeddings role (worker/pipeline/vectors.py), or from the vectors file.
+    Returns how many were newly embedded; a failing embeddings role leaves the rest to
+    question time (the index already serves)."""
+    model_key = _model_key(settings)
     unique = list({p.id: p for p in passages}.values())
     texts: dict[str, str] = {}
     for p, spans in zip(unique, passage_spans(unique, unique), strict=True):
@@ -233,6 +259,8 @@ def _embed_spans(conn: psycopg.Connection, settings: Settings,
         "SELECT content_hash FROM span_vectors WHERE model = %s AND content_hash = ANY(%s)",
         (model_key, hashes)).fetchall()}
     missing = [h for h in hashes if h not in have]
+    given = _from_file(conn, shipped, "span_vectors", model_key, missing)
+    missing = [h for h in missing if h not in given]
     done = 0
     for start in range(0, len(missing), 32):
         batch = missing[start:start + 32]
@@ -281,13 +309,13 @@ def _write_staging(conn: psycopg.Connection, settings: Settings, passages: list[
 
 def _write_views(conn: psycopg.Connection, settings: Settings, table: str, column: str,
                  rows: list[tuple[str, str, str]], hashed: Callable[[str, str], str],
-                 reader: str, kind: str = "passage", key: str = "id, lang",
-                 progress: Progress | None = None) -> int:
+                 reader: str, shipped: ShippedVectors, kind: str = "passage",
+                 key: str = "id, lang") -> int:
     """A staging table of views (passage id, language, the view's text in `column`, its
     embedding as `kind`), maybe empty; returns how many texts were embedded (the others came
-    from the cache)."""
+    from the cache or the vectors file)."""
     vectors, embedded = _embed_texts(
-        conn, settings, {hashed(lang, t): t for _pid, lang, t in rows}, progress, kind=kind)
+        conn, settings, {hashed(lang, t): t for _pid, lang, t in rows}, shipped, kind=kind)
     staging = sql.Identifier(table)
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(staging))
@@ -307,21 +335,22 @@ def _write_views(conn: psycopg.Connection, settings: Settings, table: str, colum
 
 
 def _write_caption_views(conn: psycopg.Connection, settings: Settings,
-                         views: list[tuple[str, str, str]], reader: str) -> int:
+                         views: list[tuple[str, str, str]], reader: str,
+                         shipped: ShippedVectors) -> int:
     """The staging table of caption views (passage id, language, caption, its embedding)."""
     return _write_views(conn, settings, corpus_store.CAPTIONS_STAGING_TABLE, "caption", views,
-                        _caption_hash, reader)
+                        _caption_hash, reader, shipped)
 
 
 def _write_question_views(conn: psycopg.Connection, settings: Settings,
                           rows: list[tuple[str, str, str]], reader: str,
-                          progress: Progress | None = None) -> int:
+                          shipped: ShippedVectors) -> int:
     """The staging table of question views (passage id, language, question, its embedding).
     A question is embedded as a query: a person's question is compared with it (e5's
     symmetric use), not with a passage."""
     return _write_views(conn, settings, corpus_store.QUESTIONS_STAGING_TABLE, "question", rows,
-                        _question_hash, reader, kind="query", key="id, lang, question",
-                        progress=progress)
+                        _question_hash, reader, shipped, kind="query",
+                        key="id, lang, question")
 
 
 def _write_adapter(conn: psycopg.Connection, version: str, reader: str, fitted: bool
@@ -434,6 +463,8 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
         if manifest.questions is not None and asked else None
     questions = question_views(pieces, qfile, asked)
     reader = _reader_role(settings)
+    # The vectors file, read only when a vector is missing from the cache (a no-op reads none).
+    shipped = ShippedVectors(manifest.vectors)
     with corpus_store.connect(settings.corpus_dsn, autocommit=True) as conn:
         ensure_schema(conn, reader)
         caps.ensure_cache(conn)
@@ -458,14 +489,15 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
                                         for p in pieces})
         if not force and current == (corpus_hash,):
             # Unchanged, but an index built before span vectors existed gains them here.
-            spans = _embed_spans(conn, settings, passages)
+            spans = _embed_spans(conn, settings, passages, shipped)
             return BuildReport(version, True, documents, len(pieces), 0,
                                time.monotonic() - started, counts, calls, spans,
-                               questions.counts())
-        vectors, embedded = _embed_missing(conn, settings, passages, progress)
+                               questions.counts(), vectors_from_file=shipped.used)
+        vectors, embedded = _embed_missing(conn, settings, passages, shipped, progress)
         view_rows = caption_views(pieces, plan, views)
-        view_embedded = _write_caption_views(conn, settings, view_rows, reader)
-        question_embedded = _write_question_views(conn, settings, questions.rows, reader)
+        view_embedded = _write_caption_views(conn, settings, view_rows, reader, shipped)
+        question_embedded = _write_question_views(conn, settings, questions.rows, reader,
+                                                  shipped)
         _write_staging(conn, settings, passages, vectors, reader)
         fitted = _write_adapter(conn, version, reader, bool(questions.rows))
         seconds = time.monotonic() - started
@@ -489,13 +521,14 @@ def build_index(settings: Settings, manifest: Manifest, *, force: bool = False,
             "embedded": embedded, "seconds": seconds,
         })
         # After the swap: the index serves while its spans are embedded.
-        spans = _embed_spans(conn, settings, passages)
+        spans = _embed_spans(conn, settings, passages, shipped)
     log.info("index %s: captions %s, %d caption calls, %d caption views (%d embedded), "
-             "question views %s (%d embedded), query adapter %s, %d span vectors", version,
-             counts, calls, len(view_rows), view_embedded, questions.counts(),
-             question_embedded, fitted, spans)
+             "question views %s (%d embedded), query adapter %s, %d span vectors embedded, "
+             "%d vectors from the vectors file", version, counts, calls, len(view_rows),
+             view_embedded, questions.counts(), question_embedded, fitted, spans,
+             shipped.used)
     return BuildReport(version, False, documents, len(passages), embedded, seconds, counts,
-                       calls, spans, questions.counts(), question_embedded)
+                       calls, spans, questions.counts(), question_embedded, shipped.used)
 
 
 def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,
@@ -542,3 +575,27 @@ def locked_build(settings: Settings, manifest: Manifest, *, force: bool = False,
 
 LOCK_LEASE_S = 60
 LOCK_TIMEOUT_S = 3 * 3600  # the Celery task's own time limit
+
+
+def served_vectors(conn: psycopg.Connection, settings: Settings) -> tuple[dict[str, dict[
+        str, np.ndarray]], int]:
+    """The cached vectors of the serving index, per cache table by key (its passages, caption
+    and question views, and spans: what a vectors file ships), and how many it lacks."""
+    passages = corpus_store.all_passages(conn)
+    keys = {
+        "embedding_cache": {p.content_hash for p in passages}
+        | {_caption_hash(lang, c) for _pid, lang, c in corpus_store.caption_views(conn)}
+        | {_question_hash(lang, q) for _pid, lang, q in corpus_store.question_views(conn)},
+        "span_vectors": {text_key(embed_text(p, span)) for p, spans
+                         in zip(passages, passage_spans(passages, passages), strict=True)
+                         for span in spans},
+    }
+    model_key = _model_key(settings)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for table, wanted in keys.items():
+        rows = conn.execute(sql.SQL(
+            "SELECT content_hash, embedding FROM {} WHERE model = %s AND content_hash = ANY(%s)"
+        ).format(sql.Identifier(table)), (model_key, sorted(wanted))).fetchall()
+        out[table] = {h: np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e,
+                                    dtype=np.float32) for h, e in rows}
+    return out, sum(len(w) for w in keys.values()) - sum(len(v) for v in out.values())

@@ -30,6 +30,9 @@ class Manifest:
     captions: Path | None = None
     # The questions data file shipped with the corpus (question views by content hash), if any.
     questions: Path | None = None
+    # The vectors data file shipped with the corpus (the embeddings model's vectors by content
+    # hash, corpus_jobs/vector_file.py), if any: a first build embeds only what it lacks.
+    vectors: Path | None = None
 
     def files(self) -> list[Path]:
         """Every included, non-excluded public file, sorted by relative path."""
@@ -103,6 +106,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
     local = data.get("local_dir")
     captions = data.get("captions")
     questions = data.get("questions")
+    vectors = data.get("vectors")
     return Manifest(
         name=str(data.get("name", p.stem)),
         path=p,
@@ -114,6 +118,7 @@ def load_manifest(path: str | Path, base: Path | None = None) -> Manifest:
         local_dir=(p.parent / local).resolve() if local else None,
         captions=(p.parent / str(captions)).resolve() if captions else None,
         questions=(p.parent / str(questions)).resolve() if questions else None,
+        vectors=(p.parent / str(vectors)).resolve() if vectors else None,
     )
 
 
