@@ -56,6 +56,7 @@ SETS = {
     "fresh6": REPO / "bench" / "retrieval" / "heldout-fresh6.jsonl",
     "fresh7": REPO / "bench" / "retrieval" / "heldout-fresh7.jsonl",
     "fresh8": REPO / "bench" / "retrieval" / "heldout-fresh8.jsonl",
+    "fresh9": REPO / "bench" / "retrieval" / "heldout-fresh9.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -69,9 +70,10 @@ SETS = {
 # heldout-fresh7: an eighth, written blind before the question views joined the English
 # decision.
 # heldout-fresh8: a ninth, written blind before the query adapter was measured.
+# heldout-fresh9: a tenth, written blind on a fresh machine before anything ran on it.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
            "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7",
-           "heldout-fresh8")
+           "heldout-fresh8", "heldout-fresh9")
 
 
 def _load(name: str) -> list[dict]:
