@@ -115,3 +115,26 @@ def test_a_file_of_another_model_gives_nothing_and_a_malformed_one_is_refused(
     (tmp_path / "bad.npz").write_bytes(b"not a vectors file")
     with pytest.raises(ConfigError, match="cannot read the vectors file .*bad.npz"):
         load_vector_file(tmp_path / "bad.npz")
+
+
+def test_the_shipped_become_vectors_cover_the_shipped_corpus(
+        services: stack.Supervisor, settings: Settings) -> None:
+    """A first build of the BeCoMe corpus asks the embedder nothing: after a change to the
+    corpus, its captions or its questions, `corpus vectors --export` writes the file again."""
+    from corpus_jobs.build import served_vectors
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    redis_client(settings).delete(keys.CORPUS_REBUILD_LOCK)
+    _fresh_database()
+    repo = Path(__file__).resolve().parent.parent
+    s = dataclasses.replace(
+        settings, corpus_dsn=f"postgresql://corpus_owner@127.0.0.1:{PG_PORT}/{DB}",
+        corpus_read_dsn=f"postgresql://corpus_reader@127.0.0.1:{PG_PORT}/{DB}",
+        embeddings=dataclasses.replace(settings.embeddings, base_url="http://127.0.0.1:9/v1"))
+    report = build_index(s, load_manifest(repo / "corpus_jobs/manifests/become.toml"))
+    assert (report.embedded, report.questions_embedded) == (0, 0)
+    with corpus_store.connect(s.corpus_dsn, autocommit=True) as conn:
+        rows, lacking = served_vectors(conn, s)
+    assert lacking == 0, f"{lacking} vectors of the BeCoMe index are not in the vectors file"
+    assert report.vectors_from_file == sum(len(r) for r in rows.values())
