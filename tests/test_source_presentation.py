@@ -114,6 +114,24 @@ def test_a_locale_key_is_named_by_its_text_never_its_key_path(corpus: str) -> No
                                        None) == "What is BeCoMe?"
 
 
+def test_czech_interface_texts_are_named_in_czech_quotation_marks(corpus: str) -> None:
+    # A Czech answer's source read `› “Žádné čekající pozvánky”, …` in English marks.
+    import dataclasses
+
+    czech = {"toast": {"error": "Chyba", "profileUpdated": "Profil upraven",
+                       "updateFailed": "Profil se nepodařilo upravit"}}
+    (Path(corpus).parent / "docs" / "locales" / "cs").mkdir()
+    (Path(corpus).parent / "docs" / "locales" / "cs" / "profile.json").write_text(
+        json.dumps(czech, indent=2))
+    profile = {p.section: dataclasses.replace(p, lang="cs") for p in
+               source_links.one_per_section(passages(corpus, "locales/cs/profile.json"))}
+    sources = sources_of(Retrieval((profile["toast"],), "v", "q"), corpus)
+    assert sources[0]["section"].startswith("„") and "“, „" in sources[0]["section"]
+    assert "”" not in sources[0]["section"]
+    toast = profile["toast"]
+    assert source_links.locale_heading("toast", toast.text, None, toast.lang).startswith("„")
+
+
 def test_a_locale_files_own_name_is_in_the_readers_language() -> None:
     # A Czech reader read "The app's Czech texts (about.json)" under a Czech answer.
     name = source_links.locale_title

@@ -84,7 +84,8 @@ class QuotesAnswer:
 
 def heading(p: Passage) -> str:
     """A passage's last heading, or a locale key's text (never its key path)."""
-    return locale_heading(p.section, p.text, None) if is_locale(p.source) else leaf(p.section)
+    return locale_heading(p.section, p.text, None, p.lang) if is_locale(p.source) \
+        else leaf(p.section)
 
 
 def title(p: Passage, reader: str = "en") -> str:

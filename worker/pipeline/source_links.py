@@ -143,20 +143,26 @@ def _named(node: Any) -> str | None:
     return None
 
 
-def _texts_title(values: list[str]) -> str:
+# Quotation marks of the texts' own language: “Error”, „Chyba“.
+MARKS = {"cs": ("„", "“")}
+
+
+def _texts_title(values: list[str], lang: str = "en") -> str:
     """A group of interface texts named by its first ones: “Error”, “Profile updated”, …"""
+    opening, closing = MARKS.get(lang, ("“", "”"))
     shown: list[str] = []
     for value in values:
-        quoted = f"“{_short(value)}”"
+        quoted = f"{opening}{_short(value)}{closing}"
         if shown and len(", ".join(shown + [quoted])) > TITLE_CHARS:
             break
         shown.append(quoted)
     return ", ".join(shown) + (", …" if len(shown) < len(values) else "")
 
 
-def locale_heading(key_path: str, text: str, raw: str | None) -> str:
+def locale_heading(key_path: str, text: str, raw: str | None, lang: str = "en") -> str:
     """A locale key's human title: the FAQ's question or the subtree's own title, else its own
-    text, else its first texts; read from the file when it is here, else from the passage."""
+    text, else its first texts (in the quotation marks of `lang`, the texts' language); read
+    from the file when it is here, else from the passage."""
     if raw is not None:
         try:
             data = json.loads(raw)
@@ -180,13 +186,13 @@ def locale_heading(key_path: str, text: str, raw: str | None) -> str:
                     return _short(named)
             if isinstance(chain[-1], str):
                 return _short(chain[-1])
-            return _texts_title(_strings(chain[-1])) or key_path
+            return _texts_title(_strings(chain[-1]), lang) or key_path
     pairs = [line.split(": ", 1) for line in text.splitlines() if ": " in line]
     for key in LEAD_KEYS:
         for k, v in pairs:
             if re.split(r"[.\]]", k)[-1] == key and v.strip():
                 return _short(v)
-    return _texts_title([v for _k, v in pairs if v.strip()]) or key_path
+    return _texts_title([v for _k, v in pairs if v.strip()], lang) or key_path
 
 
 # What a locale file without a title of its own holds, by (reader's language, file's).
@@ -288,4 +294,4 @@ def presented(manifest: str, p: Passage, reader: str = "en") -> dict[str, str]:
         return {"title": p.title, "section": p.section}
     raw = source_text(manifest, p.source)
     return {"title": locale_title(p.title, p.source, p.lang, reader),
-            "section": locale_heading(p.section, p.text, raw), "key": p.section}
+            "section": locale_heading(p.section, p.text, raw, p.lang), "key": p.section}
