@@ -161,8 +161,10 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
                    "Here is what the documentation says, in its own words:")
     # Sources off (ASSISTANT_SHOW_SOURCES): no source list, so no quote names one either.
     attributed = bool(done.get("sources"))
+    # The marks of the answer's wording, as the worker streams it (quote_answer.WORDING).
+    opening, closing = ("„", "“") if done.get("language") == "cs" else ("“", "”")
     for q in quotes:
-        block = _wrap(f"“{plain_inline(str(q['text']).strip())}”", width, INDENT)
+        block = _wrap(f"{opening}{plain_inline(str(q['text']).strip())}{closing}", width, INDENT)
         if attributed:
             where, url = _where(done, q.get("n"), str(q.get("section") or ""))
             missing = "" if q.get("found", True) else "  (not found in the source)"

@@ -45,7 +45,8 @@ def test_czech_quote_from_an_english_page_carries_its_note_and_long_quotes_wrap(
     assert "    (Dokumentace to uvádí anglicky.)" in lines
     # The wrapped quote reads back as the verbatim span.
     first = text.split("\n\n")[1].split("\n    [1]")[0]
-    assert " ".join(first.split()) == f"“{QUOTES['cs'][0]['text']}”"
+    # In the Czech marks the worker streams the answer in (a Czech answer read “...” here).
+    assert " ".join(first.split()) == f"„{QUOTES['cs'][0]['text']}“"
 
 
 def test_dont_know_prints_its_question_and_the_nearest_sections_to_ask() -> None:
@@ -79,7 +80,7 @@ def test_project_figures_without_a_quote_have_no_lead_in() -> None:
 def test_sources_off_names_no_source_under_a_quote() -> None:
     done = {**quotes_done("cs"), "sources": []}
     blocks = format_quotes(done, width=200).split("\n\n")
-    assert blocks[1] == f"    “{QUOTES['cs'][0]['text']}”"
+    assert blocks[1] == f"    „{QUOTES['cs'][0]['text']}“"
     assert blocks[2].splitlines()[1] == "    (Dokumentace to uvádí anglicky.)"
     assert "[1]" not in "\n".join(blocks) and "https://" not in "\n".join(blocks)
 

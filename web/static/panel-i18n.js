@@ -221,7 +221,7 @@ window.BecomeAssistantI18n = {
     "checks.unavailable": "Kontrolu této odpovědi se nepodařilo provést. Než se na ni spolehnete, ověřte ji.",
     "checks.failed": "Kontrola této odpovědi neprošla. Než se na ni spolehnete, ověřte ji.",
     "checks.citations.item": "[{item}]",
-    "checks.quotes.item": "“{item}”",
+    "checks.quotes.item": "„{item}“",
     "checks.prompt_echo": "Tato odpověď místo odpovědi opakuje pokyny asistenta. Nespoléhejte na ni; zkuste se zeptat jinými slovy.",
     "checks.repeat": "Tato odpověď opakuje dřívější odpověď z tohoto rozhovoru. Na vaši novou otázku možná neodpovídá.",
     "checks.weak": "Dokumentace k této otázce nemá blízkou shodu: zdroje níže jsou jen slabé shody.",
