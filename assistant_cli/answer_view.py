@@ -9,6 +9,8 @@ import textwrap
 import unicodedata
 from typing import Any, TextIO
 
+from shared.language import quote_marks
+
 INDENT = "    "
 
 
@@ -161,8 +163,8 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
                    "Here is what the documentation says, in its own words:")
     # Sources off (ASSISTANT_SHOW_SOURCES): no source list, so no quote names one either.
     attributed = bool(done.get("sources"))
-    # The marks of the answer's wording, as the worker streams it (quote_answer.WORDING).
-    opening, closing = ("„", "“") if done.get("language") == "cs" else ("“", "”")
+    # The marks of the answer's wording, as the worker streams it.
+    opening, closing = quote_marks(str(done.get("language") or "en"))
     for q in quotes:
         block = _wrap(f"{opening}{plain_inline(str(q['text']).strip())}{closing}", width, INDENT)
         if attributed:

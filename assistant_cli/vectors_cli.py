@@ -14,7 +14,7 @@ from shared.config import get_settings
 
 def cmd_corpus_vectors(args: argparse.Namespace) -> int:
     """Write the serving index's cached vectors to a vectors file (corpus_jobs/vector_file.py)."""
-    from corpus_jobs.build import served_vectors
+    from corpus_jobs.build import model_key, served_vectors
     from corpus_jobs.vector_file import dump_vector_file
     from shared import corpus_store
 
@@ -36,7 +36,7 @@ def cmd_corpus_vectors(args: argparse.Namespace) -> int:
         rows, lacking = served_vectors(conn, settings)
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     n = dump_vector_file(
-        Path(args.export_file), f"{settings.embeddings.model}|{settings.embedding_prefix_mode}",
+        Path(args.export_file), model_key(settings),
         today, f"exported by `become-assistant corpus vectors --export` from index {version} "
         "and the build's caches (the embeddings role's own vectors)", str(corpus), rows)
     print(f"exported {n} vectors of index {version} ({len(rows['embedding_cache'])} passages "

@@ -167,11 +167,12 @@ def _reader_role(settings: Settings) -> str:
     return str(user)
 
 
-def _cached_embeddings(conn: psycopg.Connection, model: str,
-                       hashes: list[str]) -> dict[str, np.ndarray]:
-    rows = conn.execute(
-        "SELECT content_hash, embedding FROM embedding_cache "
-        "WHERE model = %s AND content_hash = ANY(%s)", (model, hashes)).fetchall()
+def _cached_embeddings(conn: psycopg.Connection, model: str, hashes: list[str],
+                       table: str = "embedding_cache") -> dict[str, np.ndarray]:
+    """The vectors of these keys in a cache table (embedding_cache or span_vectors)."""
+    rows = conn.execute(sql.SQL(
+        "SELECT content_hash, embedding FROM {} WHERE model = %s AND content_hash = ANY(%s)"
+    ).format(sql.Identifier(table)), (model, hashes)).fetchall()
     return {h: np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32)
             for h, e in rows}
 
@@ -185,21 +186,21 @@ def _embed_missing(conn: psycopg.Connection, settings: Settings, passages: list[
                         shipped, progress)
 
 
-def _model_key(settings: Settings) -> str:
+def model_key(settings: Settings) -> str:
     """The caches' model key: the same model with another prefix mode embeds otherwise."""
     return f"{settings.embeddings.model}|{settings.embedding_prefix_mode}"
 
 
-def _from_file(conn: psycopg.Connection, shipped: ShippedVectors, table: str, model_key: str,
+def _from_file(conn: psycopg.Connection, shipped: ShippedVectors, table: str, model: str,
                missing: list[str]) -> dict[str, np.ndarray]:
     """The vectors file's vectors of the `missing` keys, stored in the cache `table` as if
     just embedded (the next build, and the worker for spans, read them there)."""
-    found = shipped.take(table, model_key, missing)
+    found = shipped.take(table, model, missing)
     if found:
         with conn.transaction(), conn.cursor() as cur:
             cur.executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING")
                             .format(sql.Identifier(table)),
-                            [(h, model_key, v) for h, v in found.items()])
+                            [(h, model, v) for h, v in found.items()])
     return found
 
 
@@ -209,10 +210,10 @@ def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str
     """Embeddings (as `kind`, passage or query) of texts by content hash, from the cache, the
     vectors file or the embeddings role (a query's hash must say so: the cache's key is hash
     and model)."""
-    model_key = _model_key(settings)
-    have = _cached_embeddings(conn, model_key, list(by_hash))
+    model = model_key(settings)
+    have = _cached_embeddings(conn, model, list(by_hash))
     missing = [h for h in by_hash if h not in have]
-    have.update(_from_file(conn, shipped, "embedding_cache", model_key, missing))
+    have.update(_from_file(conn, shipped, "embedding_cache", model, missing))
     missing = [h for h in missing if h not in have]
     done = 0
     for start in range(0, len(missing), 16):
@@ -224,7 +225,7 @@ def _embed_texts(conn: psycopg.Connection, settings: Settings, by_hash: dict[str
             for h, v in zip(batch, vectors, strict=True):
                 arr = np.asarray(v, dtype=np.float32)
                 conn.execute("INSERT INTO embedding_cache VALUES (%s, %s, %s) "
-                             "ON CONFLICT DO NOTHING", (h, model_key, arr))
+                             "ON CONFLICT DO NOTHING", (h, model, arr))
                 have[h] = arr
         done += len(batch)
         if progress:
@@ -247,7 +248,7 @@ def _embed_spans(conn: psycopg.Connection, settings: Settings,
     asking the embeddings role (worker/pipeline/vectors.py), or from the vectors file.
     Returns how many were newly embedded; a failing embeddings role leaves the rest to
     question time (the index already serves)."""
-    model_key = _model_key(settings)
+    model = model_key(settings)
     unique = list({p.id: p for p in passages}.values())
     texts: dict[str, str] = {}
     for p, spans in zip(unique, passage_spans(unique, unique), strict=True):
@@ -257,9 +258,9 @@ def _embed_spans(conn: psycopg.Connection, settings: Settings,
     hashes = list(texts)
     have = {r[0] for r in conn.execute(
         "SELECT content_hash FROM span_vectors WHERE model = %s AND content_hash = ANY(%s)",
-        (model_key, hashes)).fetchall()}
+        (model, hashes)).fetchall()}
     missing = [h for h in hashes if h not in have]
-    given = _from_file(conn, shipped, "span_vectors", model_key, missing)
+    given = _from_file(conn, shipped, "span_vectors", model, missing)
     missing = [h for h in missing if h not in given]
     done = 0
     for start in range(0, len(missing), 32):
@@ -274,7 +275,7 @@ def _embed_spans(conn: psycopg.Connection, settings: Settings,
         with conn.transaction():
             for h, v in zip(batch, vectors, strict=True):
                 conn.execute("INSERT INTO span_vectors VALUES (%s, %s, %s) "
-                             "ON CONFLICT DO NOTHING", (h, model_key,
+                             "ON CONFLICT DO NOTHING", (h, model,
                                                         np.asarray(v, dtype=np.float32)))
         done += len(batch)
     return done
@@ -590,12 +591,7 @@ def served_vectors(conn: psycopg.Connection, settings: Settings) -> tuple[dict[s
                          in zip(passages, passage_spans(passages, passages), strict=True)
                          for span in spans},
     }
-    model_key = _model_key(settings)
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for table, wanted in keys.items():
-        rows = conn.execute(sql.SQL(
-            "SELECT content_hash, embedding FROM {} WHERE model = %s AND content_hash = ANY(%s)"
-        ).format(sql.Identifier(table)), (model_key, sorted(wanted))).fetchall()
-        out[table] = {h: np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e,
-                                    dtype=np.float32) for h, e in rows}
+    model = model_key(settings)
+    out = {table: _cached_embeddings(conn, model, list(wanted), table)
+           for table, wanted in keys.items()}
     return out, sum(len(w) for w in keys.values()) - sum(len(v) for v in out.values())

@@ -18,6 +18,16 @@ ENGLISH_WORDS = frozenset(
     "about as be been its just if then there any some all will has have had you we they them "
     "his she her into than also only very".split())
 # An English contraction's tail ("I've", "it's"): "ve" is a Czech word too.
+# Quotation marks by language, outer then inner: “…” ‘…’ in English, „…“ ‚…‘ in Czech.
+QUOTE_MARKS = {"en": ("“", "”", "‘", "’"), "cs": ("„", "“", "‚", "‘")}
+
+
+def quote_marks(lang: str) -> tuple[str, str]:
+    """A language's outer quotation marks (English's for any other language)."""
+    opening, closing, _inner_open, _inner_close = QUOTE_MARKS.get(lang, QUOTE_MARKS["en"])
+    return opening, closing
+
+
 CONTRACTION = re.compile(r"(?<=\w)['’](?:ve|s|re|ll|d|t|m)\b", re.IGNORECASE)
 SLOVAK_WORDS = frozenset("je aký aká aké prečo kde ako sú nie čo ktorý ktorá ktoré".split())
 # Common Czech words as people type them without diacritics (question words, pronouns, verbs,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.language import QUOTE_MARKS
 from shared.passage import Passage
 from shared.spans import Span, leaf
 from shared.spans import passage_spans as spans_of
@@ -27,7 +28,8 @@ WORDING: dict[str, dict[str, str]] = {
         "ask": "What does the documentation say about “{section}”?",
         "english": "The documentation says this in English.",
         "czech": "The documentation says this in Czech.",
-        "open": "“", "close": "”", "inner_open": "‘", "inner_close": "’",
+        **dict(zip(("open", "close", "inner_open", "inner_close"), QUOTE_MARKS["en"],
+                   strict=True)),
     },
     "cs": {
         "lead_in": "Dokumentace o tom doslova říká:",
@@ -40,7 +42,8 @@ WORDING: dict[str, dict[str, str]] = {
         "and": "a",
         "ask": "Co říká dokumentace o části „{section}“?",
         "english": "Dokumentace to uvádí anglicky.",
-        "open": "„", "close": "“", "inner_open": "‚", "inner_close": "‘",
+        **dict(zip(("open", "close", "inner_open", "inner_close"), QUOTE_MARKS["cs"],
+                   strict=True)),
     },
 }
 MAX_NEAREST = 3

@@ -15,6 +15,7 @@ from typing import Any
 
 from corpus_jobs.manifest import load_manifest, source_link_pattern, source_url
 from shared.errors import ConfigError
+from shared.language import quote_marks
 from shared.passage import Passage
 from shared.spans import overlap_prefix
 
@@ -143,13 +144,9 @@ def _named(node: Any) -> str | None:
     return None
 
 
-# Quotation marks of the texts' own language: “Error”, „Chyba“.
-MARKS = {"cs": ("„", "“")}
-
-
 def _texts_title(values: list[str], lang: str = "en") -> str:
     """A group of interface texts named by its first ones: “Error”, “Profile updated”, …"""
-    opening, closing = MARKS.get(lang, ("“", "”"))
+    opening, closing = quote_marks(lang)  # the texts' own language: “Error”, „Chyba“
     shown: list[str] = []
     for value in values:
         quoted = f"{opening}{_short(value)}{closing}"
