@@ -32,6 +32,7 @@ from worker.pipeline.quotes import (
     COVERED,
     WEIGHTS,
     Weights,
+    adapted_similarities,
     choose,
     coverage,
     decision,
@@ -203,15 +204,20 @@ def score(rows: list[dict], given: Weights) -> dict:
         r["known"] = known(r["q"]["question"], r["lexical"].stems, _idf(r["lexical"]), vmax)
         r["strange"] = unknown(r["q"]["question"], r["lexical"].uses,
                                r["lexical"].uses_together)
+        # As a turn reads it: the best of the covered passages through the query adapter.
+        r["fit"] = max(adapted_similarities(r["vectors"](r["asked"], "query"),
+                                            r["pvecs"][:COVERED], r["adapter"]), default=0.0) \
+            if r["adapter"] is not None and r["pvecs"] else 0.0
         chosen = choose(cands, r["passages"], r["spans"], r["cov"], weights, english=english,
-                        asked=r["views"], familiar=r["known"], strange=bool(r["strange"]))
+                        asked=r["views"], familiar=r["known"], strange=bool(r["strange"]),
+                        fit=r["fit"])
         q = r["q"]
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
         r["best"] = max((c.match for c in cands), default=0.0)
         top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
         r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"],
-                                 r["known"], bool(r["strange"])) if cands else 0.0
+                                 r["known"], bool(r["strange"]), r["fit"]) if cands else 0.0
         # The first quote when the form answers at all (the ranking alone, no decision).
         first = cands[0] if cands else None
         r["rank_hit"] = 1.0 if first and _hit(r["passages"][first.n], q) else 0.0

@@ -168,7 +168,38 @@ def test_english_decides_by_the_question_views_and_without_them_as_before() -> N
     assert plain.question == 0 and plain.threshold == WEIGHTS.threshold_plain
     assert answers([c], 0.8, plain, True, asked=0.0, familiar=1.0)
     assert not answers([c], 0.0, plain, True, asked=0.0, familiar=1.0)
-    # Czech reads neither: its decision is the same either way.
-    assert dataclasses.replace(plain, coverage=WEIGHTS.coverage, question=WEIGHTS.question,
-                               vocabulary=WEIGHTS.vocabulary,
-                               threshold=WEIGHTS.threshold) == WEIGHTS
+
+
+def test_czech_decides_by_the_question_views_and_the_adapter_and_without_them_as_before() -> None:
+    """With question views (and so the query adapter) to read, a Czech question like one the
+    passages answer and carried near them by the adapter clears the decision; one unlike any,
+    or one the adapter carries elsewhere, does not, at the same span match, coverage and
+    confidence (typical figures of the read sets: docs/benchmarks.md). Without them, the
+    decision is the one before they joined it: the span's match, coverage, confidence and the
+    known words."""
+    from shared.spans import Span
+    from worker.pipeline.quotes import WEIGHTS, Candidate, answers
+
+    c = Candidate(0, Span(0, 5, "sentence", 0, ""), "Ahoj", 0.9, 0.9, 0.3, 0.9)
+    views = WEIGHTS.deciding(True)
+    assert views.question_other > 0 and views.fitted_other > 0 and views.match_other == 0
+    assert answers([c], 0.45, views, False, top=0.7, asked=0.93, fit=0.24)
+    assert not answers([c], 0.45, views, False, top=0.7, asked=0.85, fit=0.24)
+    assert not answers([c], 0.45, views, False, top=0.7, asked=0.93, fit=0.0)
+    # The span's match and the known words do not move it.
+    strong = dataclasses.replace(c, match=5.0)
+    assert not answers([strong], 0.45, views, False, top=0.7, asked=0.85, fit=0.24,
+                       familiar=1.0)
+    plain = WEIGHTS.deciding(False)
+    assert plain.question_other == 0 and plain.fitted_other == 0 and plain.match_other == 1
+    assert plain.threshold_other == WEIGHTS.threshold_plain_other
+    assert answers([c], 0.45, plain, False, top=0.7, familiar=0.65)
+    assert not answers([c], 0.0, plain, False, top=0.0, familiar=0.3)
+    # English decides as before: none of the Czech fields reaches it.
+    from worker.pipeline.quotes import decision
+
+    czech_as_before = dataclasses.replace(
+        views, match_other=1.0, confidence_other=0.5, question_other=0.0,
+        vocabulary_other=8.0, fitted_other=0.0, threshold_other=4.959)
+    assert decision([c], 0.45, 0.7, views, True, 0.93, 0.65, fit=0.24) == \
+        decision([c], 0.45, 0.7, czech_as_before, True, 0.93, 0.65, fit=0.24)

@@ -20,6 +20,7 @@ from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans, w
 from worker.pipeline.quotes import (
     COVERED,
     WEIGHTS,
+    adapted_similarities,
     choose,
     coverage,
     known,
@@ -72,14 +73,18 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
             conn, cached_vectors(settings, list(questions), "query", conn),
             [p.id for p in passages])
     # The passages' similarity with the question through the query adapter: a prior of
-    # their spans (Weights.adapted), read only where it weighs.
+    # their spans (Weights.adapted) and a part of the decision (Weights.fitted), read only
+    # where it weighs.
     adapter = query_adapter(conn, retrieval.index_version) \
         if ranks_by_adapter(WEIGHTS, english) else None
+    index_vectors = passage_vectors(conn, passages) if adapter is not None else None
     ranked = rank_spans(questions, passages, spans,
                         lambda texts, kind: cached_vectors(settings, texts, kind, conn), idf,
                         english=english, views=[views.get(p.id, 0.0) for p in passages],
-                        passage_vectors=passage_vectors(conn, passages)
-                        if adapter is not None else None, adapter=adapter)
+                        passage_vectors=index_vectors, adapter=adapter)
+    fit = max(adapted_similarities(cached_vectors(settings, list(questions), "query", conn),
+                                   index_vectors[:COVERED], adapter), default=0.0) \
+        if adapter is not None and index_vectors else 0.0
     covered = coverage(questions, passages[:COVERED], idf, lexical.idf_max,
                        "max" if english else WEIGHTS.coverage_mix_other)
     asked = max((views.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
@@ -94,7 +99,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     # not refused for a name its earlier question used.
     strange = unknown(message, lexical.uses, lexical.uses_together) if project is None else []
     chosen = choose(ranked, passages, spans, covered, weights, english=english, asked=asked,
-                    familiar=familiar, strange=bool(strange), said=said)
+                    familiar=familiar, strange=bool(strange), said=said, fit=fit)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
     answer = compose(chosen, passages, lang, lead, strange)

@@ -56,7 +56,15 @@ class Weights:
     coverage: float = 0.5
     threshold: float = 3.538
     coverage_other: float = 3.0
-    threshold_other: float = 4.959
+    threshold_other: float = 29.47
+    # The best span's match in the decision. Czech reads, beside coverage and retrieval's
+    # confidence, the question views (question_other) and the adapter (fitted_other) instead
+    # of its spans' match and the known words: a logistic fit over the nine read sets, each
+    # set's figures from a fit on the other eight, said "I don't know" on .835 of the Czech
+    # unanswerable questions against .684 and on .072 of the answerable against .092
+    # (docs/benchmarks.md, "The Czech decision from the question views and the adapter").
+    match: float = 1.0
+    match_other: float = 0.0
     # Further quotes: within this much of the best score.
     margin: float = 0.04
     max_quotes: int = 3
@@ -74,7 +82,7 @@ class Weights:
     # The decision may also read retrieval's confidence: this much times the best fused
     # score among the passages coverage reads.
     confidence: float = 0.0
-    confidence_other: float = 0.5
+    confidence_other: float = 2.5
     # How coverage combines a Czech question's own words and its translation's (coverage).
     coverage_mix_other: str = "max"
     # The passage's own meaning (its index vector, caption included) against the question,
@@ -93,7 +101,7 @@ class Weights:
     # the passages coverage reads answers (a question like one the passage answers is strong
     # evidence the documentation answers it). 0 = off; measured in docs/benchmarks.md.
     question: float = 2.5
-    question_other: float = 0.0
+    question_other: float = 28.0
     # A prior for each span from its passage's question views: this much times the best
     # similarity of the question (or its translation) with a question that passage answers
     # (0 = off; the caller then looks none up). On for Czech: a Czech question meets the Czech
@@ -116,13 +124,24 @@ class Weights:
     # extreme number" is no word of the docs either; docs/benchmarks.md, "Known words in the
     # decision"); beside the question views a little of it helps.
     vocabulary: float = 0.25
-    vocabulary_other: float = 8.0
+    vocabulary_other: float = 0.0
+    # The decision may also read the best similarity of the passages coverage reads with the
+    # question through the query adapter (as Weights.adapted's prior): how near the pages the
+    # adapter carries the question to are. 0 = off.
+    fitted: float = 0.0
+    fitted_other: float = 9.5
     # English without question views to read (an index built without them, a corpus of the
     # user's own, or passages that have none): the decision as calibrated before they joined
     # it (see without_question_views).
     coverage_plain: float = 1.0
     vocabulary_plain: float = 0.0
     threshold_plain: float = 1.266
+    # Czech without question views (and so without an adapter): the decision before they
+    # joined it, the span's match, coverage, confidence and the known words.
+    coverage_plain_other: float = 3.0
+    confidence_plain_other: float = 0.5
+    vocabulary_plain_other: float = 8.0
+    threshold_plain_other: float = 4.959
     # A penalty for a span of a Czech text when the question is not Czech: an English reader
     # is quoted the English text that says it where retrieval brought one close enough. The
     # first quote's figures did not move at .05-.2 (all, fresh, fresh2); at .2 one of two
@@ -138,11 +157,17 @@ class Weights:
     strange_other: float = math.inf
 
     def without_question_views(self) -> Weights:
-        """These weights where no question view can be read: English's decision reads
-        coverage and the known words as it did before the question views joined it."""
+        """These weights where no question view can be read: each language's decision reads
+        what it did before the question views joined it."""
         return dataclasses.replace(self, coverage=self.coverage_plain, question=0.0,
                                    vocabulary=self.vocabulary_plain,
-                                   threshold=self.threshold_plain)
+                                   threshold=self.threshold_plain, fitted=0.0,
+                                   match_other=1.0, coverage_other=self.coverage_plain_other,
+                                   confidence_other=self.confidence_plain_other,
+                                   question_other=0.0,
+                                   vocabulary_other=self.vocabulary_plain_other,
+                                   fitted_other=0.0,
+                                   threshold_other=self.threshold_plain_other)
 
     def deciding(self, has_views: bool) -> Weights:
         """The weights a decision uses: these, or without_question_views when none of the
@@ -228,10 +253,8 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     meaning = [max(_cosine(q, v) for q in query_vectors) for v in passage_vectors] \
         if whole and passage_vectors else None
     fits = weights.adapted if english else weights.adapted_other
-    mapped = [adapted(q, adapter) for q in query_vectors] \
-        if fits and adapter is not None and passage_vectors else []
-    fitted = [max(_cosine(q, v) for q in mapped) for v in passage_vectors or ()] \
-        if mapped else None
+    fitted = adapted_similarities(query_vectors, passage_vectors, adapter) \
+        if fits and adapter is not None and passage_vectors else None
     out = []
     for (n, span), text, vec in zip(flat, texts, span_vectors, strict=True):
         sims = [_cosine(q, vec) for q in query_vectors]
@@ -338,29 +361,33 @@ def _same_line(a: Span, b: Span) -> bool:
 
 def decision(ranked: Sequence[Candidate], covered: float, top: float,
              weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
-             familiar: float = 0.0, strange: bool = False) -> float:
-    """The score "I don't know" is decided on: the best span's match, plus the weighted
-    coverage, plus the weighted retrieval confidence `top` (the best fused score), plus the
-    weighted best question-view similarity `asked` (Weights.question), plus the weighted share
-    of the question's words the corpus knows, `familiar` (Weights.vocabulary; see known),
-    less Weights.strange when the question names something the corpus never uses."""
-    weight, conf, views, vocab, penalty = (
-        (weights.coverage, weights.confidence, weights.question, weights.vocabulary,
-         weights.strange) if english
-        else (weights.coverage_other, weights.confidence_other, weights.question_other,
-              weights.vocabulary_other, weights.strange_other))
-    return (max((c.match for c in ranked), default=0.0) + weight * covered + conf * top
-            + views * asked + vocab * familiar - (penalty if strange else 0.0))
+             familiar: float = 0.0, strange: bool = False, fit: float = 0.0) -> float:
+    """The score "I don't know" is decided on: the weighted best span's match, plus the
+    weighted coverage, plus the weighted retrieval confidence `top` (the best fused score),
+    plus the weighted best question-view similarity `asked` (Weights.question), plus the
+    weighted share of the question's words the corpus knows, `familiar` (Weights.vocabulary;
+    see known), plus the weighted best similarity through the query adapter `fit`
+    (Weights.fitted), less Weights.strange when the question names something the corpus
+    never uses."""
+    match, weight, conf, views, vocab, fitted, penalty = (
+        (weights.match, weights.coverage, weights.confidence, weights.question,
+         weights.vocabulary, weights.fitted, weights.strange) if english
+        else (weights.match_other, weights.coverage_other, weights.confidence_other,
+              weights.question_other, weights.vocabulary_other, weights.fitted_other,
+              weights.strange_other))
+    return (match * max((c.match for c in ranked), default=0.0) + weight * covered
+            + conf * top + views * asked + vocab * familiar + fitted * fit
+            - (penalty if strange else 0.0))
 
 
 def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
             english: bool = True, top: float = 0.0, asked: float = 0.0,
-            familiar: float = 0.0, strange: bool = False) -> bool:
+            familiar: float = 0.0, strange: bool = False, fit: float = 0.0) -> bool:
     """Whether the spans answer at all: the decision score clears the threshold (see
     Weights.threshold)."""
     threshold = weights.threshold if english else weights.threshold_other
     return bool(ranked) and decision(ranked, covered, top, weights, english, asked,
-                                     familiar, strange) >= threshold
+                                     familiar, strange, fit) >= threshold
 
 
 def reads_vocabulary(weights: Weights, english: bool) -> bool:
@@ -374,8 +401,18 @@ def uses_question_views(weights: Weights, english: bool) -> bool:
 
 
 def ranks_by_adapter(weights: Weights, english: bool) -> bool:
-    """Whether the span ranking reads the query adapter (Weights.adapted)."""
-    return (weights.adapted if english else weights.adapted_other) > 0
+    """Whether the span ranking or the decision reads the query adapter (Weights.adapted,
+    Weights.fitted)."""
+    return (weights.adapted if english else weights.adapted_other) > 0 \
+        or (weights.fitted if english else weights.fitted_other) > 0
+
+
+def adapted_similarities(query_vectors: Sequence[Sequence[float]],
+                         passage_vectors: Sequence[Sequence[float]],
+                         adapter: np.ndarray) -> list[float]:
+    """Per passage, its index vector's best cosine with a query vector through the adapter."""
+    mapped = [adapted(list(q), adapter) for q in query_vectors]
+    return [max(_cosine(q, v) for q in mapped) for v in passage_vectors]
 
 
 def ranks_by_question_views(weights: Weights, english: bool) -> bool:
@@ -386,15 +423,17 @@ def ranks_by_question_views(weights: Weights, english: bool) -> bool:
 def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
            spans: Sequence[Sequence[Span]], covered: float,
            weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
-           familiar: float = 0.0, strange: bool = False, said: str = "") -> list[Candidate]:
+           familiar: float = 0.0, strange: bool = False, said: str = "",
+           fit: float = 0.0) -> list[Candidate]:
     """The quotes: the best span, then up to two more within the margin, no two overlapping,
     those of one passage in its reading order; nothing when they do not answer (see answers;
     `asked`: the best question-view similarity of the passages coverage reads; `familiar`:
     see known; `strange`: the question names something the corpus never uses; `said`: the
     answer a follow-up follows, which is not given again word for word while other spans
-    remain)."""
+    remain; `fit`: the best similarity through the query adapter of the passages coverage
+    reads)."""
     top = max((p.score for p in passages[:COVERED]), default=0.0)
-    if not answers(ranked, covered, weights, english, top, asked, familiar, strange):
+    if not answers(ranked, covered, weights, english, top, asked, familiar, strange, fit):
         return []
     chosen = _pick(ranked, passages, spans, weights, english)
     earlier = _plain(said)
