@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.language import quote_marks
+
 BASE = "https://github.com/caitlon/BeCoMe/blob/main/"
 READING = {"n": 1, "title": "Reading the result",
            "section": "Reading the result > ## The four figures",
@@ -104,10 +106,12 @@ def project_lines(result: dict[str, Any], lang: str, name: str = "Regional flood
 
 
 def quote_answer(lang: str, project: list[str] | None = None) -> str:
-    """The answer text exactly as the worker streams it: figures, lead-in, “quotes” [n]."""
+    """The answer text exactly as the worker streams it: figures, lead-in, “quotes” [n] (in
+    the language's own quotation marks)."""
+    opening, closing = quote_marks(lang)
     parts = list(project or [])
     parts.append(LEAD[lang])
-    parts.extend(f"“{q['text']}” [{q['n']}]" for q in QUOTES[lang])
+    parts.extend(f"{opening}{q['text']}{closing} [{q['n']}]" for q in QUOTES[lang])
     return "\n\n".join(parts)
 
 

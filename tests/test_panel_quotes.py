@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from shared.language import quote_marks
 from tests.conftest import Stack
 from tests.quotes_frames import (
     DONT_KNOW,
@@ -124,7 +125,8 @@ def test_quotes_stream_as_text_then_show_as_quotations_with_their_sources(
         .textContent.includes('Higher agreement among experts')""")
     assert answer.get_attribute("data-state") == "streaming"
     assert page.locator(f"{LAST_TURN} .ba-quotation").count() == 0
-    assert "“" + QUOTES[lang][0]["text"][:20] in answer.inner_text()
+    opening, closing = quote_marks(lang)
+    assert opening + QUOTES[lang][0]["text"][:20] in answer.inner_text()
     sock.finish()
     p.wait_done()
     # Done: the lead-in, then one blockquote per quote with its source under it.
@@ -161,9 +163,11 @@ def test_quotes_stream_as_text_then_show_as_quotations_with_their_sources(
     # A quote's [n] opens its source.
     first.locator("a.ba-cite").click()
     page.locator("#ba-src-1-1 .ba-excerpt").wait_for(state="visible")
-    # What a reader copies and a screen reader hears: the quotes with their sources.
+    # What a reader copies and a screen reader hears: the quotes with their sources, in the
+    # answer's own quotation marks (Czech „…“, as the worker streams them).
     text = p.answer_text()
-    assert text.startswith(LEAD[lang] + "\n\n“" + QUOTES[lang][0]["text"] + "”\n[1] Reading")
+    assert text.startswith(LEAD[lang] + "\n\n" + opening + QUOTES[lang][0]["text"] + closing
+                           + "\n[1] Reading")
     assert SOURCES[0]["url"] in text
     if phone:
         no_sideways_scroll(page, PHONE[0])
@@ -454,3 +458,16 @@ def test_a_real_project_turn_puts_its_figures_above_the_chart(
     assert axe_violations(page) == []
     shot(page, f"real-project-{lang}-{'phone' if phone else 'desktop'}.png")
     assert not p.errors
+
+
+def test_the_panels_quotation_marks_are_the_workers() -> None:
+    """The panel's copy of the marks (a static file cannot import Python) is the table the
+    worker streams with."""
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parent.parent / "web" / "static" /
+              "panel-quotes.js").read_text(encoding="utf-8")
+    table = re.search(r"const MARKS = (\{.*?\});", source)
+    assert table is not None
+    marks = json.loads(re.sub(r"(\w+):", r'"\1":', table.group(1)))
+    assert marks == {lang: list(quote_marks(lang)) for lang in ("en", "cs")}

@@ -9,6 +9,8 @@
   const Render = window.BecomeAssistantRender;
   const el = Render.el;
   const plainHeading = Render.plainHeading;
+  // Quotation marks per answer language (shared/language.py QUOTE_MARKS).
+  const MARKS = {en: ["“", "”"], cs: ["„", "“"]};
 
   // A done frame of the quotes form whose structured block can be shown as such.
   function applies(done) {
@@ -193,10 +195,12 @@
       out.push(typeof s.lead_in === "string" && s.lead_in.trim() ? s.lead_in.trim()
         : t("quotes.leadIn"));
     }
+    // The answer's own quotation marks, as the worker streams them (shared/language.py).
+    const [opening, closing] = MARKS[done.language] || MARKS.en;
     for (const q of quotes) {
       const o = origin(done, q.n, q.section);
       const attributed = Array.isArray(done.sources) && done.sources.length > 0;
-      out.push("“" + String(q.text).trim() + "”" +
+      out.push(opening + String(q.text).trim() + closing +
                (attributed ? "\n[" + q.n + "] " + where(o) + (o.url ? " " + o.url : "") : "") +
                (q.note ? "\n" + q.note : ""));
     }
