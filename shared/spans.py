@@ -35,6 +35,10 @@ _ABBREVIATIONS = frozenset(
 _WORD = re.compile(r"\w", re.UNICODE)
 # A file tree or a drawing, not prose.
 _DRAWING = re.compile(r"[│├└┌┐┘┼─═║╔╗╚╝]")
+# A file tree's line ("│   ├── test_data_loading.py   # text file parsing"): the entry and
+# its comment after the branches say where a thing lives. A piece of a long tree that the
+# chunker cut off from its fence still has them.
+_TREE_LINE = re.compile(r"^((?:\s*│)*\s*[├└]──+\s*)(\S.*\S)\s*$")
 # corpus_jobs/chunker.py starts a later piece of a long section with at most this many
 # characters of the previous piece's tail.
 MAX_OVERLAP = 60
@@ -191,7 +195,10 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
             previous_kind = ""
             continue
         key = ""
-        if in_fence:
+        if (m := _TREE_LINE.match(line)) is not None:
+            kind = "code"
+            x, y = a + m.start(2), a + m.end(2)
+        elif in_fence:
             kind = "code"
             x, y = _trim(text, a, b)
         elif (_HEADING.match(line) or _RULE.match(line) or _TABLE_SEPARATOR.match(line)

@@ -124,9 +124,24 @@ def test_an_interface_heading_or_button_is_no_quote() -> None:
 
 
 def test_drawings_images_and_bare_links_are_not_spans() -> None:
-    text = ("├── app.py     # the server routes\n\n![The chart](img/chart.png)\n\n"
+    text = ("┌────────┐    ┌─────────┐\n│ Web UI │───▶│ the API │\n└────────┘    └─────────┘\n\n"
+            "![The chart](img/chart.png)\n\n"
             "- [Overview](#overview)\n\nThe chart shows every opinion as a grey triangle.")
     assert _texts(text) == ["The chart shows every opinion as a grey triangle."]
+
+
+def test_a_file_trees_entry_is_quoted_as_its_name_and_comment() -> None:
+    """Where a thing lives is said by a file tree: its entry and comment, without the
+    branches, is a span; an entry without a comment says nothing. A piece of a long tree cut
+    off from its fence (the chunker) has the same spans."""
+    tree = ("```text\ntests/\n├── unit/\n│   ├── test_data_loading.py      # text file parsing\n"
+            "│   └── conftest.py\n└── shared/              # test helpers and utilities\n```")
+    assert _texts(tree) == ["test_data_loading.py      # text file parsing",
+                            "shared/              # test helpers and utilities"]
+    piece = ("│   ├── client_ip.py        # Real client IP behind trusted proxies\n"
+             "└── main.py             # FastAPI application (+ setup_logging)")
+    assert _texts(piece) == ["client_ip.py        # Real client IP behind trusted proxies",
+                             "main.py             # FastAPI application (+ setup_logging)"]
 
 
 def _vectors_by_words(texts: Sequence[str], kind: str) -> list[list[float]]:
@@ -248,6 +263,23 @@ def test_an_english_question_quoted_from_a_czech_text_says_so() -> None:
     answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)), passages, "en")
     assert "(The documentation says this in Czech.)" in answer.text
     assert [q["note"] for q in answer.quotes] == ["The documentation says this in Czech."]
+
+
+def test_a_quote_from_a_code_block_says_so() -> None:
+    """A file tree's entry (or a formula or command line) is code: the panel shows it as such,
+    never as Markdown (`__init__.py` would turn bold)."""
+    text = ("Layout:\n\n```text\nsrc/\n├── __init__.py    # Package marker with version\n```\n\n"
+            "The version is read at import.")
+    passages = [_p("a", text)]
+    quoted = []
+    for question in ("which file marks the package and its version",
+                     "when is the version read at import"):
+        ranked, spans = _rank(question, passages)
+        answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)),
+                         passages, "en")
+        quoted.append((answer.quotes[0]["text"], answer.quotes[0]["code"]))
+    assert quoted == [("__init__.py # Package marker with version", True),
+                      ("The version is read at import.", False)]
 
 
 def test_an_english_question_prefers_the_english_text_of_a_twin() -> None:
