@@ -307,6 +307,27 @@ def test_a_nearest_section_that_is_its_pages_whole_title_is_named_once(
 
 
 @pytest.mark.browser
+def test_a_quote_from_a_code_block_is_shown_as_code(scripted_stack: Stack,
+                                                     panel_factory: Any) -> None:  # noqa: F811
+    """A file tree's entry is code: `__init__.py` stays itself, never bold "init"."""
+    p = panel_factory(scripted_stack, bypass_csp=True)
+    page = p.page
+    done = quotes_done("en")
+    entry = "__init__.py # Package marker with version"
+    done["structured"] = {**done["structured"], "quotes": [
+        {**QUOTES["en"][0], "text": entry, "code": True}, dict(QUOTES["en"][1])]}
+    Socket(page, [done])
+    p.ask("Where is the version kept?")
+    p.wait_done()
+    quotes = page.locator(f"{LAST_TURN} figure.ba-quotation blockquote")
+    assert quotes.nth(0).locator("code").inner_text() == entry
+    assert quotes.nth(0).locator("strong, em").count() == 0
+    # A quote without the flag is the passage's Markdown, as before.
+    assert quotes.nth(1).locator("strong").inner_text() == "Lower Δmax"
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_structured_prose_figures_only_and_sources_off_answers(scripted_stack: Stack,
                                                        panel_factory: Any) -> None:  # noqa: F811
     p = panel_factory(scripted_stack, bypass_csp=True)

@@ -69,8 +69,13 @@
     const block = el("blockquote", "ba-quote-text");
     if (o.url && attributed) block.setAttribute("cite", o.url);
     // The passage's Markdown (code, emphasis, list items) as the page shows it; a [n] inside
-    // a quote is the documentation's text, never a citation.
-    block.appendChild(Render.render(String(q.text || ""), {noCitations: true}));
+    // a quote is the documentation's text, never a citation. A line of a code block (a file
+    // tree's entry, a formula, a command) is code as it stands: `__init__.py` stays itself.
+    if (q.code === true) {
+      block.appendChild(el("code", "ba-quote-code", String(q.text || "")));
+    } else {
+      block.appendChild(Render.render(String(q.text || ""), {noCitations: true}));
+    }
     fig.appendChild(block);
     const cap = el("figcaption", "ba-quote-source");
     if (typeof q.n === "number") cap.append(ctx.citation(q.n), document.createTextNode(" "));

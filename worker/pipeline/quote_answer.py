@@ -174,8 +174,11 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         n = sections.index((p.source, p.section)) + 1
         note = w[other] if (lang == "cs") != (p.lang == "cs") else None
         other_note = other_note or note is not None
+        # A line of a code block (a file tree's entry, a formula, a command) is shown as
+        # code, never as Markdown.
         quotes.append({"n": n, "text": c.text, "found": True, "source": p.source,
-                       "section": p.section, "language": p.lang, "note": note})
+                       "section": p.section, "language": p.lang, "note": note,
+                       "code": c.span.kind == "code"})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if other_note:
         lines.append(f"({w[other]})")
