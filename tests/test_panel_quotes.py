@@ -324,6 +324,7 @@ def test_a_quote_from_a_code_block_is_shown_as_code(scripted_stack: Stack,
     assert quotes.nth(0).locator("strong, em").count() == 0
     # A quote without the flag is the passage's Markdown, as before.
     assert quotes.nth(1).locator("strong").inner_text() == "Lower Δmax"
+    shot(page, "quotes-code-desktop.png")
     assert not p.errors
 
 
