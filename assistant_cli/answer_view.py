@@ -166,7 +166,10 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
     # The marks of the answer's wording, as the worker streams it.
     opening, closing = quote_marks(str(done.get("language") or "en"))
     for q in quotes:
-        block = _wrap(f"{opening}{plain_inline(str(q['text']).strip())}{closing}", width, INDENT)
+        # A line of a code block is printed as written (its `__init__.py` is no emphasis).
+        said = str(q["text"]).strip() if q.get("code") is True \
+            else plain_inline(str(q["text"]).strip())
+        block = _wrap(f"{opening}{said}{closing}", width, INDENT)
         if attributed:
             where, url = _where(done, q.get("n"), str(q.get("section") or ""))
             missing = "" if q.get("found", True) else "  (not found in the source)"
@@ -175,6 +178,9 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
                                        break_long_words=False, break_on_hyphens=False))
             if url:
                 block.append(f"{INDENT}{url}")
+        # A file tree's entry: where it lives in the tree.
+        if isinstance(q.get("path"), str) and q["path"].strip():
+            block.extend(_wrap(f"({q['path'].strip()})", width, INDENT))
         if isinstance(q.get("note"), str) and q["note"].strip():
             block.extend(_wrap(f"({q['note'].strip()})", width, INDENT))
         out.append("\n".join(block))

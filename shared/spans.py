@@ -243,6 +243,33 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
     return [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
 
 
+def tree_path(text: str, span: Span) -> str:
+    """Where a file tree's entry lives: the names of the entries above it in the tree, then its
+    own ("integration/api/db/"), as far up as the passage's text holds the tree; "" for a span
+    of no tree line, or an entry with nothing above it."""
+    start = text.rfind("\n", 0, span.start) + 1
+    end = text.find("\n", span.start)
+    m = _TREE_LINE.match(text[start:end if end >= 0 else len(text)])
+    if m is None:
+        return ""
+    names = [m.group(2).split()[0]]
+    depth = m.start(2)
+    for line in reversed(text[:start].splitlines()):
+        if (up := _TREE_LINE.match(line)) is not None:
+            if up.start(2) < depth:
+                names.append(up.group(2).split()[0])
+                depth = up.start(2)
+            continue
+        word = line.strip().split()
+        # The tree's root ("tests/") on the line above its first branch.
+        if len(word) == 1 and word[0].endswith("/") and not line[:1].isspace():
+            names.append(word[0])
+        break
+    if len(names) == 1:
+        return ""
+    return "".join(n if n.endswith("/") else n + "/" for n in reversed(names[1:])) + names[0]
+
+
 def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[list[Span]]:
     """Each passage's spans, an overlap fragment from the previous piece of its section (a
     sibling in `pool`, the index's passages) left out."""

@@ -36,6 +36,17 @@ def test_quotes_print_as_indented_quotations_with_their_sources() -> None:
     assert len(blocks) == 3
 
 
+def test_a_quote_from_a_code_block_prints_as_written_with_its_place_in_the_tree() -> None:
+    """Code is not Markdown: `__init__.py` keeps its underscores; a tree's entry says where it
+    lives."""
+    done = quotes_done("en")
+    done["structured"]["quotes"] = [{**QUOTES["en"][0], "text": "__init__.py # Package marker",
+                                     "code": True, "path": "src/__init__.py"}]
+    block = format_quotes(done, width=200).split("\n\n")[1].splitlines()
+    assert block[0] == "    “__init__.py # Package marker”"
+    assert "    (src/__init__.py)" in block
+
+
 def test_czech_quote_from_an_english_page_carries_its_note_and_long_quotes_wrap() -> None:
     text = format_quotes(quotes_done("cs"), width=50)
     assert text.startswith(LEAD["cs"] + "\n\n")

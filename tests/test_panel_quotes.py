@@ -315,15 +315,20 @@ def test_a_quote_from_a_code_block_is_shown_as_code(scripted_stack: Stack,
     done = quotes_done("en")
     entry = "__init__.py # Package marker with version"
     done["structured"] = {**done["structured"], "quotes": [
-        {**QUOTES["en"][0], "text": entry, "code": True}, dict(QUOTES["en"][1])]}
+        {**QUOTES["en"][0], "text": entry, "code": True, "path": "src/__init__.py"},
+        dict(QUOTES["en"][1])]}
     Socket(page, [done])
     p.ask("Where is the version kept?")
     p.wait_done()
     quotes = page.locator(f"{LAST_TURN} figure.ba-quotation blockquote")
     assert quotes.nth(0).locator("code").inner_text() == entry
     assert quotes.nth(0).locator("strong, em").count() == 0
+    # A tree's entry says where it lives; the copied text too.
+    assert quotes.nth(0).locator(".ba-quote-path").inner_text() == "src/__init__.py"
+    assert "“" + entry + "”\n(src/__init__.py)\n[1] Reading" in p.answer_text()
     # A quote without the flag is the passage's Markdown, as before.
     assert quotes.nth(1).locator("strong").inner_text() == "Lower Δmax"
+    assert axe_violations(page) == []
     shot(page, "quotes-code-desktop.png")
     assert not p.errors
 

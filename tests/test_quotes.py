@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from shared.config import settings_from_env
 from shared.passage import Passage
-from shared.spans import MAX_SPAN_CHARS, Span, continued, overlap_prefix, split_spans
+from shared.spans import MAX_SPAN_CHARS, Span, continued, overlap_prefix, split_spans, tree_path
 from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
@@ -280,6 +280,28 @@ def test_a_quote_from_a_code_block_says_so() -> None:
         quoted.append((answer.quotes[0]["text"], answer.quotes[0]["code"]))
     assert quoted == [("__init__.py # Package marker with version", True),
                       ("The version is read at import.", False)]
+
+
+def test_a_file_trees_entry_says_where_it_lives_in_the_tree() -> None:
+    """The entries above it name its place ("tests/integration/test_data_loading.py"), as far
+    up as the passage holds the tree (a later piece of a long tree starts below its root)."""
+    tree = ("```text\ntests/\n├── unit/             # fast\n│   └── models/   # models\n"
+            "├── integration/\n│   ├── test_data_loading.py      # text file parsing\n"
+            "│   └── api/\n│       └── db/     # cascades\n└── shared/  # helpers\n```\n\n"
+            "Unit tests check components.")
+    paths = {s.text_of(tree).split()[0]: tree_path(tree, s) for s in split_spans(tree)}
+    assert paths == {"unit/": "tests/unit/", "models/": "tests/unit/models/",
+                     "test_data_loading.py": "tests/integration/test_data_loading.py",
+                     "db/": "tests/integration/api/db/", "shared/": "tests/shared/",
+                     "Unit": ""}
+    piece = "│   └── api/\n│       └── db/     # cascades, relationships"
+    assert [tree_path(piece, s) for s in split_spans(piece)] == ["api/db/"]
+    passages = [_p("a", tree)]
+    ranked, spans = _rank("which tests check the cascades of the db", passages)
+    answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)), passages,
+                     "en")
+    assert (answer.quotes[0]["text"], answer.quotes[0]["path"]) == (
+        "db/ # cascades", "tests/integration/api/db/")
 
 
 def test_an_english_question_prefers_the_english_text_of_a_twin() -> None:

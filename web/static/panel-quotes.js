@@ -73,6 +73,10 @@
     // tree's entry, a formula, a command) is code as it stands: `__init__.py` stays itself.
     if (q.code === true) {
       block.appendChild(el("code", "ba-quote-code", String(q.text || "")));
+      // A file tree's entry: where it lives in the tree.
+      if (typeof q.path === "string" && q.path.trim()) {
+        block.appendChild(el("div", "ba-quote-path", q.path.trim()));
+      }
     } else {
       block.appendChild(Render.render(String(q.text || ""), {noCitations: true}));
     }
@@ -205,7 +209,9 @@
     for (const q of quotes) {
       const o = origin(done, q.n, q.section);
       const attributed = Array.isArray(done.sources) && done.sources.length > 0;
-      out.push(opening + String(q.text).trim() + closing +
+      const path = q.code === true && typeof q.path === "string" && q.path.trim()
+        ? "\n(" + q.path.trim() + ")" : "";
+      out.push(opening + String(q.text).trim() + closing + path +
                (attributed ? "\n[" + q.n + "] " + where(o) + (o.url ? " " + o.url : "") : "") +
                (q.note ? "\n" + q.note : ""));
     }

@@ -9,7 +9,7 @@ from typing import Any
 
 from shared.language import QUOTE_MARKS
 from shared.passage import Passage
-from shared.spans import Span, leaf
+from shared.spans import Span, leaf, tree_path
 from shared.spans import passage_spans as spans_of
 from worker.pipeline.bm25 import LexicalIndex
 from worker.pipeline.quotes import Candidate
@@ -175,10 +175,11 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         note = w[other] if (lang == "cs") != (p.lang == "cs") else None
         other_note = other_note or note is not None
         # A line of a code block (a file tree's entry, a formula, a command) is shown as
-        # code, never as Markdown.
+        # code, never as Markdown; a tree's entry with where it lives in the tree.
+        code = c.span.kind == "code"
         quotes.append({"n": n, "text": c.text, "found": True, "source": p.source,
                        "section": p.section, "language": p.lang, "note": note,
-                       "code": c.span.kind == "code"})
+                       "code": code, "path": tree_path(p.text, c.span) if code else ""})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if other_note:
         lines.append(f"({w[other]})")
