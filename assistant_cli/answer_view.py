@@ -170,6 +170,9 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
         said = str(q["text"]).strip() if q.get("code") is True \
             else plain_inline(str(q["text"]).strip())
         block = _wrap(f"{opening}{said}{closing}", width, INDENT)
+        # A file tree's entry: where it lives in the tree, under it.
+        if isinstance(q.get("path"), str) and q["path"].strip():
+            block.extend(_wrap(f"({q['path'].strip()})", width, INDENT))
         if attributed:
             where, url = _where(done, q.get("n"), str(q.get("section") or ""))
             missing = "" if q.get("found", True) else "  (not found in the source)"
@@ -178,9 +181,6 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
                                        break_long_words=False, break_on_hyphens=False))
             if url:
                 block.append(f"{INDENT}{url}")
-        # A file tree's entry: where it lives in the tree.
-        if isinstance(q.get("path"), str) and q["path"].strip():
-            block.extend(_wrap(f"({q['path'].strip()})", width, INDENT))
         if isinstance(q.get("note"), str) and q["note"].strip():
             block.extend(_wrap(f"({q['note'].strip()})", width, INDENT))
         out.append("\n".join(block))

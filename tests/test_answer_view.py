@@ -43,8 +43,8 @@ def test_a_quote_from_a_code_block_prints_as_written_with_its_place_in_the_tree(
     done["structured"]["quotes"] = [{**QUOTES["en"][0], "text": "__init__.py # Package marker",
                                      "code": True, "path": "src/__init__.py"}]
     block = format_quotes(done, width=200).split("\n\n")[1].splitlines()
-    assert block[0] == "    “__init__.py # Package marker”"
-    assert "    (src/__init__.py)" in block
+    assert block[:3] == ["    “__init__.py # Package marker”", "    (src/__init__.py)",
+                         "    [1] Reading the result › The four figures"]
 
 
 def test_czech_quote_from_an_english_page_carries_its_note_and_long_quotes_wrap() -> None:
