@@ -20,9 +20,12 @@ from simple_websocket import ConnectionError as HandshakeRefused
 class ClientError(RuntimeError):
     """The server refused or the connection failed; carries the server's plain message."""
 
-    def __init__(self, message: str, code: int | None = None) -> None:
+    def __init__(self, message: str, code: int | None = None,
+                 retry_after: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+        # A limit's refusal (429): when the server says a slot frees, in seconds.
+        self.retry_after = retry_after
 
 
 def http_json(method: str, url: str, body: dict[str, Any] | None = None,
@@ -48,8 +51,10 @@ def get_ticket(base_url: str, app_token: str) -> str:
     status, body = http_json("POST", f"{base_url}/api/v1/assistant/tickets",
                              headers={"Authorization": f"Bearer {app_token}"})
     if status != 201:
-        message = (body or {}).get("error", {}).get("message", "refused")
-        raise ClientError(message, status)
+        error = (body or {}).get("error", {})
+        wait = error.get("retry_after") if status == 429 else None
+        raise ClientError(error.get("message", "refused"), status,
+                          wait if isinstance(wait, int) and wait > 0 else None)
     return str(body["ticket"])
 
 

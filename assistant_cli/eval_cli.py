@@ -8,6 +8,7 @@ import os
 import shlex
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -60,15 +61,31 @@ def serving(setup: Any, slot: str, var: Path) -> Iterator[tuple[str, bool]]:
         sup.stop_all()
 
 
-def asker(base_url: str, token: str, timeout_s: float) -> Callable[[str], list[dict[str, Any]]]:
-    """Ask one question over ticket + WebSocket; a refused connection stops the run."""
+# How long a run waits in all for the stack's limits (a question set larger than the
+# per-address quota, 20 a minute by default) before it stops and can be resumed.
+LIMIT_WAIT_S = 900
+
+
+def asker(base_url: str, token: str, timeout_s: float,
+          sleep: Callable[[float], None] = time.sleep) -> Callable[[str], list[dict[str, Any]]]:
+    """Ask one question over ticket + WebSocket; a limit's refusal is waited out (up to
+    LIMIT_WAIT_S in all), any other refused connection stops the run."""
+    waited = 0.0
+
     def ask(text: str) -> list[dict[str, Any]]:
-        try:
-            frames, _ = client.ask(base_url, token, text, timeout_s=timeout_s)
-        except client.ClientError as exc:
-            raise Unavailable(f"{base_url}: {exc}; run the same command again to resume",
-                              public_message=str(exc)) from None
-        return frames
+        nonlocal waited
+        while True:
+            try:
+                frames, _ = client.ask(base_url, token, text, timeout_s=timeout_s)
+                return frames
+            except client.ClientError as exc:
+                if exc.retry_after is None or waited + exc.retry_after > LIMIT_WAIT_S:
+                    raise Unavailable(f"{base_url}: {exc}; run the same command again to "
+                                      "resume", public_message=str(exc)) from None
+                print(f"the stack's limit: waiting {exc.retry_after} s ({exc})",
+                      file=sys.stderr, flush=True)
+                sleep(exc.retry_after + 1)
+                waited += exc.retry_after + 1
     return ask
 
 
