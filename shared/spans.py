@@ -243,10 +243,30 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
     return [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
 
 
-def tree_path(text: str, span: Span) -> str:
+def earlier_pieces(text: str, siblings: Sequence[str]) -> tuple[str, int]:
+    """The text of a section before this piece (the chunker's pieces chained by their
+    overlap, each overlap once) and the length of this piece's own overlap fragment: text[k:]
+    follows the returned text in the section."""
+    chain = [text]
+    while (prev := next((s for s in siblings if s not in chain
+                         and overlap_prefix(chain[0], [s]) > 0), None)) is not None:
+        chain.insert(0, prev)
+    before = chain[0] if len(chain) > 1 else ""
+    for i in range(1, len(chain) - 1):
+        before += chain[i][overlap_prefix(chain[i], [chain[i - 1]]):]
+    return before, overlap_prefix(text, [chain[-2]]) if len(chain) > 1 else 0
+
+
+def tree_path(text: str, span: Span, siblings: Sequence[str] = ()) -> str:
     """Where a file tree's entry lives: the names of the entries above it in the tree, then its
-    own ("integration/api/db/"), as far up as the passage's text holds the tree; "" for a span
-    of no tree line, or an entry with nothing above it."""
+    own ("tests/integration/api/db/"), as far up as the passage's text, and the pieces of its
+    section before it (`siblings`), hold the tree; "" for a span of no tree line, or an entry
+    with nothing above it."""
+    before, skip = earlier_pieces(text, siblings) if siblings else ("", 0)
+    if before:
+        span = Span(span.start - skip + len(before), span.end - skip + len(before), span.kind,
+                    span.block, span.key, span.label)
+        text = before + text[skip:]
     start = text.rfind("\n", 0, span.start) + 1
     end = text.find("\n", span.start)
     m = _TREE_LINE.match(text[start:end if end >= 0 else len(text)])

@@ -296,6 +296,13 @@ def test_a_file_trees_entry_says_where_it_lives_in_the_tree() -> None:
                      "Unit": ""}
     piece = "│   └── api/\n│       └── db/     # cascades, relationships"
     assert [tree_path(piece, s) for s in split_spans(piece)] == ["api/db/"]
+    # The chunker's pieces of one section, chained by their overlap: the whole tree.
+    first = "```text\ntests/\n├── integration/\n│   ├── a.py  # parsing of text"
+    later = "parsing of text\n│   └── api/\n│       └── db/     # cascades, relationships"
+    assert overlap_prefix(later, [first]) == len("parsing of text")
+    spans = split_spans(later, overlap_prefix(later, [first]))
+    assert [tree_path(later, s, [first, later]) for s in spans] == [
+        "tests/integration/api/db/"]
     passages = [_p("a", tree)]
     ranked, spans = _rank("which tests check the cascades of the db", passages)
     answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)), passages,

@@ -135,11 +135,14 @@ def _options(names: Sequence[str], w: dict[str, str], joiner: str = "or") -> str
 
 
 def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
-            lead: Sequence[str] = (), strange: Sequence[str] = ()) -> QuotesAnswer:
+            lead: Sequence[str] = (), strange: Sequence[str] = (),
+            pool: Sequence[Passage] = ()) -> QuotesAnswer:
     """The answer from the chosen spans; "I don't know" when there are none.
 
     `lead`: paragraphs written in code before the quotes (a project's key figures);
-    `strange`: the question's names the corpus never uses, which "I don't know" says."""
+    `strange`: the question's names the corpus never uses, which "I don't know" says;
+    `pool`: the index's passages (a file tree's entry is placed in the whole tree of its
+    section, see tree_path)."""
     w = wording(lang)
     if not chosen:
         names = list(dict.fromkeys(_name(p, lang) for p in passages if leaf(p.section)))
@@ -179,7 +182,9 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
         code = c.span.kind == "code"
         quotes.append({"n": n, "text": c.text, "found": True, "source": p.source,
                        "section": p.section, "language": p.lang, "note": note,
-                       "code": code, "path": tree_path(p.text, c.span) if code else ""})
+                       "code": code, "path": tree_path(p.text, c.span, [
+                           o.text for o in pool if (o.source, o.section) == (p.source, p.section)
+                       ]) if code else ""})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if other_note:
         lines.append(f"({w[other]})")

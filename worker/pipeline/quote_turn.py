@@ -102,7 +102,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
                     familiar=familiar, strange=bool(strange), said=said, fit=fit)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
-    answer = compose(chosen, passages, lang, lead, strange)
+    answer = compose(chosen, passages, lang, lead, strange, lexical.passages)
     # Verified, not assumed: each quote is looked up in its own passage's text
     # (docs/spec/behaviour.md B-26).
     quotes = tuple({**q, "found": bool(q["text"].strip())
