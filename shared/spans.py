@@ -195,9 +195,12 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
             previous_kind = ""
             continue
         key = ""
-        if (m := _TREE_LINE.match(line)) is not None:
+        # A tree's line whose branches the chunker's overlap took (the first line of a later
+        # piece) is still its entry.
+        head = text.rfind("\n", 0, a) + 1
+        if (m := _TREE_LINE.match(text[head:b])) is not None and head + m.start(2) >= a:
             kind = "code"
-            x, y = a + m.start(2), a + m.end(2)
+            x, y = head + m.start(2), head + m.end(2)
         elif in_fence:
             kind = "code"
             x, y = _trim(text, a, b)

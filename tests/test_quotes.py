@@ -303,6 +303,14 @@ def test_a_file_trees_entry_says_where_it_lives_in_the_tree() -> None:
     spans = split_spans(later, overlap_prefix(later, [first]))
     assert [tree_path(later, s, [first, later]) for s in spans] == [
         "tests/integration/api/db/"]
+    # The overlap may end just after an entry's branches: the entry is still code.
+    first = "```text\ntests/\n├── integration/  # slow ones\n│   └──"
+    later = "integration/  # slow ones\n│   └── test_db.py    # cascades, relationships"
+    skip = overlap_prefix(later, [first])
+    assert later[:skip] == "integration/  # slow ones\n│   └──"
+    assert [(s.kind, s.text_of(later), tree_path(later, s, [first, later]))
+            for s in split_spans(later, skip)] == [
+        ("code", "test_db.py    # cascades, relationships", "tests/integration/test_db.py")]
     passages = [_p("a", tree)]
     ranked, spans = _rank("which tests check the cascades of the db", passages)
     answer = compose(choose(ranked, passages, spans, 1.0, Weights(threshold=0.0)), passages,
