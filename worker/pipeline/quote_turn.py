@@ -64,14 +64,14 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     passages = list(retrieval.passages)
     spans = passage_spans(passages, lexical)
     english = lang != "cs"
+    # The question's (and its translation's) vectors: the search asked for them already.
+    asking = cached_vectors(settings, list(questions), "query", conn)
     # The best similarity of the question (and its translation) with a question each passage
     # answers (question views): a prior of its spans, and for the decision the best among the
     # passages coverage reads; looked up only when either reads it.
     views: dict[str, float] = {}
     if ranks_by_question_views(WEIGHTS, english) or uses_question_views(WEIGHTS, english):
-        views = corpus_store.question_similarities(
-            conn, cached_vectors(settings, list(questions), "query", conn),
-            [p.id for p in passages])
+        views = corpus_store.question_similarities(conn, asking, [p.id for p in passages])
     # The passages' similarity with the question through the query adapter: a prior of
     # their spans (Weights.adapted) and a part of the decision (Weights.fitted), read only
     # where it weighs.
@@ -82,8 +82,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
                         lambda texts, kind: cached_vectors(settings, texts, kind, conn), idf,
                         english=english, views=[views.get(p.id, 0.0) for p in passages],
                         passage_vectors=index_vectors, adapter=adapter)
-    fit = max(adapted_similarities(cached_vectors(settings, list(questions), "query", conn),
-                                   index_vectors[:COVERED], adapter), default=0.0) \
+    fit = max(adapted_similarities(asking, index_vectors[:COVERED], adapter), default=0.0) \
         if adapter is not None and index_vectors else 0.0
     covered = coverage(questions, passages[:COVERED], idf, lexical.idf_max,
                        "max" if english else WEIGHTS.coverage_mix_other)
