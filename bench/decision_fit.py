@@ -33,18 +33,11 @@ SIGNALS = {"match": "best", "coverage": "cov", "question": "views", "known": "kn
 
 
 def threshold(scores: Sequence[float], answerable: Sequence[bool]) -> float:
-    """calibrate's rule: the most unanswerable below, at most MAX_IDK_ANSWERABLE answerable."""
-    values = sorted(set(scores))
-    ans = [s for s, a in zip(scores, answerable, strict=True) if a]
-    una = [s for s, a in zip(scores, answerable, strict=True) if not a]
-    best = (values[0] if values else 0.0, -1.0, 1.0)
-    for i, low in enumerate(values):
-        t = (low + values[i + 1]) / 2 if i + 1 < len(values) else low + 0.01
-        ia = sum(x < t for x in ans) / max(len(ans), 1)
-        iu = sum(x < t for x in una) / max(len(una), 1)
-        if ia <= qe.MAX_IDK_ANSWERABLE and (iu > best[1] or (iu == best[1] and ia < best[2])):
-            best = (t, iu, ia)
-    return best[0]
+    """quotes_eval.gap_threshold over scores marked answerable or not (the lowest score when
+    none qualifies)."""
+    best = qe.gap_threshold([s for s, a in zip(scores, answerable, strict=True) if a],
+                            [s for s, a in zip(scores, answerable, strict=True) if not a])
+    return best[0] if best is not None else min(scores, default=0.0)
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 3000,

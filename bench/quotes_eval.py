@@ -294,22 +294,32 @@ MAX_IDK_ANSWERABLE = 0.10  # the issue's bound on "I don't know" where an answer
 
 
 def calibrate(rows: list[dict], lang: str) -> tuple[float, float, float]:
-    """(threshold, idk answerable, idk unanswerable) for one language: the threshold that
-    says "I don't know" on the most unanswerable questions while at most
-    MAX_IDK_ANSWERABLE of the answerable ones (fewest answerable on ties), in the middle of
-    the gap of decision scores that gives those rates (not at its edge)."""
+    """(threshold, idk answerable, idk unanswerable) for one language (see gap_threshold),
+    over the rows' decision scores; (0, 0, 0) when no threshold catches an unanswerable one."""
     mine = [r for r in rows if r["q"]["language"] == lang]
-    ans = [r["decision"] for r in mine if r["q"].get("expected_source")]
-    una = [r["decision"] for r in mine if not r["q"].get("expected_source")]
-    values = sorted(set(ans + una))
-    best = (0.0, 0.0, 0.0)
+    best = gap_threshold([r["decision"] for r in mine if r["q"].get("expected_source")],
+                         [r["decision"] for r in mine if not r["q"].get("expected_source")])
+    if best is None or best[2] == 0:
+        return 0.0, 0.0, 0.0
+    return round(best[0], 3), best[1], best[2]
+
+
+def gap_threshold(ans: Sequence[float], una: Sequence[float]
+                  ) -> tuple[float, float, float] | None:
+    """(threshold, idk answerable, idk unanswerable): the threshold that says "I don't know"
+    on the most unanswerable questions while at most MAX_IDK_ANSWERABLE of the answerable
+    ones (fewest answerable on ties), in the middle of the gap of decision scores that gives
+    those rates (not at its edge); None when every threshold refuses too many answerable."""
+    values = sorted(set(ans) | set(una))
+    best: tuple[float, float, float] | None = None
     for i, low in enumerate(values):
         # Any threshold in (low, next value] gives the same rates: take the middle.
         t = (low + values[i + 1]) / 2 if i + 1 < len(values) else low + 0.01
         ia = sum(x < t for x in ans) / len(ans) if ans else 0.0
         iu = sum(x < t for x in una) / len(una) if una else 0.0
-        if ia <= MAX_IDK_ANSWERABLE and (iu > best[2] or (iu == best[2] and ia < best[1])):
-            best = (round(t, 3), ia, iu)
+        if ia <= MAX_IDK_ANSWERABLE and (best is None or iu > best[2]
+                                         or (iu == best[2] and ia < best[1])):
+            best = (t, ia, iu)
     return best
 
 
