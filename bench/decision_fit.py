@@ -52,8 +52,8 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 3000,
 
 
 def rows_of(sets: str, language: str, weights: Weights) -> list[dict]:
-    """Each question's signals, the decision of `weights` and whether its first quote is
-    right."""
+    """Each question's signals, the decision of `weights` and whether its first quote, when
+    answered, is right."""
     out = []
     for name in sets.split(","):
         rows = qe.collect(name, 5, language=language)
@@ -62,7 +62,9 @@ def rows_of(sets: str, language: str, weights: Weights) -> list[dict]:
             q = r["q"]
             out.append({"set": name, "ans": bool(q.get("expected_source")),
                         "strange": bool(r["strange"]), "decision": r["decision"],
-                        "first": bool(r["chosen"]) and qe._hit(r["passages"][r["chosen"][0].n], q),
+                        # The ranking's first span, answered or not: whether a decision
+                        # answers is each arm's own (from `chosen` it was the shipped one's).
+                        "first": bool(r["rank_hit"]),
                         "confidence": max(p.score for p in r["passages"][:COVERED]),
                         **{k: float(r[v]) for k, v in SIGNALS.items()}})
     return out
@@ -102,6 +104,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{args.language} {label:8} \"I don't know\" answerable {np.mean(idk_ans):.3f} "
               f"unanswerable {np.mean(idk_una):.3f}, first quote {np.mean(first):.3f} "
               f"({len(idk_ans)} / {len(idk_una)})")
+    vetoed = [r["ans"] for r in rows if r["strange"]]
+    t_now = threshold([r["decision"] for r in plain] + [-1e9] * len(vetoed),
+                      [r["ans"] for r in plain] + vetoed)
+    print(f"shipped decision's threshold on every set: {t_now:.3f}")
     x = np.array([[r[n] for n in names] for r in plain])
     mu, sd = x.mean(0), x.std(0) + 1e-9
     w, _ = fit((x - mu) / sd, np.array([float(r["ans"]) for r in plain]))
@@ -109,7 +115,6 @@ def main(argv: list[str] | None = None) -> None:
     scale = (WEIGHTS.coverage_other if args.language == "cs" else WEIGHTS.coverage) / \
         raw[names.index("coverage")] if "coverage" in names else 1.0
     weights = raw * scale
-    vetoed = [r["ans"] for r in rows if r["strange"]]
     t = threshold(list(x @ weights) + [-1e9] * len(vetoed), [r["ans"] for r in plain] + vetoed)
     print("fit on every set:", ", ".join(f"{n} {v:.2f}" for n, v in zip(names, weights,
                                                                       strict=True)),

@@ -141,8 +141,8 @@ def test_the_quotes_decision_reads_the_question_views_only_with_a_weight() -> No
     from worker.pipeline.quotes import WEIGHTS, Candidate, answers, decision, uses_question_views
 
     c = Candidate(0, Span(0, 5, "sentence", 0, ""), "Hello", 0.9, 0.9, 0.0, 0.9)
-    w = dataclasses.replace(WEIGHTS, question=0.0, question_other=0.0, coverage=0.0,
-                            coverage_other=0.0, confidence_other=0.0)
+    w = dataclasses.replace(WEIGHTS, match=1.0, question=0.0, question_other=0.0, coverage=0.0,
+                            coverage_other=0.0, confidence_other=0.0, fitted=0.0)
     assert decision([c], 0.0, 0.0, w, True, asked=0.95) == pytest.approx(0.9)
     assert not uses_question_views(w, True) and not uses_question_views(w, False)
     on = dataclasses.replace(w, question=1.0, threshold=1.5)
@@ -151,21 +151,29 @@ def test_the_quotes_decision_reads_the_question_views_only_with_a_weight() -> No
     assert answers([c], 0.0, on, True, asked=0.95) and not answers([c], 0.0, on, True, asked=0.5)
 
 
-def test_english_decides_by_the_question_views_and_without_them_as_before() -> None:
-    """With question views to read, an English question like one the passages answer clears
-    the decision and one unlike any does not, at the same span match and coverage; where none
-    of the passages has a view (an index built without them), the decision is the one
-    calibrated without them, so such an index still answers."""
+def test_english_decides_by_the_question_views_and_the_adapter_and_without_them_as_before(
+) -> None:
+    """With question views (and so the query adapter) to read, an English question like one
+    the passages answer and carried near them by the adapter clears the decision; one unlike
+    any, or one the adapter carries elsewhere, does not, at the same span match and coverage
+    (typical figures of the read sets: docs/benchmarks.md). The span's match and the known
+    words do not move it. Where none of the passages has a view (an index built without
+    them), the decision is the one calibrated without them, the span's match and coverage, so
+    such an index still answers."""
     from shared.spans import Span
     from worker.pipeline.quotes import WEIGHTS, Candidate, answers
 
     c = Candidate(0, Span(0, 5, "sentence", 0, ""), "Hello", 0.95, 0.9, 0.3, 0.95)
     with_views = WEIGHTS.deciding(True)
-    assert with_views == WEIGHTS and with_views.question > 0
-    assert answers([c], 0.8, with_views, True, asked=0.95, familiar=1.0)
-    assert not answers([c], 0.8, with_views, True, asked=0.75, familiar=1.0)
+    assert with_views == WEIGHTS and with_views.question > 0 and with_views.fitted > 0
+    assert answers([c], 0.6, with_views, True, asked=0.92, fit=0.25)
+    assert not answers([c], 0.6, with_views, True, asked=0.80, fit=0.25)
+    assert not answers([c], 0.6, with_views, True, asked=0.92, fit=0.10)
+    strong = dataclasses.replace(c, match=5.0)
+    assert not answers([strong], 0.6, with_views, True, asked=0.80, fit=0.25, familiar=1.0)
     plain = WEIGHTS.deciding(False)
-    assert plain.question == 0 and plain.threshold == WEIGHTS.threshold_plain
+    assert plain.question == 0 and plain.fitted == 0 and plain.match == 1
+    assert plain.threshold == WEIGHTS.threshold_plain
     assert answers([c], 0.8, plain, True, asked=0.0, familiar=1.0)
     assert not answers([c], 0.0, plain, True, asked=0.0, familiar=1.0)
 
