@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+import unicodedata
+from pathlib import Path
 
 WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 CZECH_ONLY_LETTERS = set("ěřůĚŘŮ")
@@ -54,6 +58,40 @@ hesla uzivatel uzivatele stranka stranky aplikace soubor udaje udaju
 BOTH = (CZECH_WORDS | CZECH_PLAIN_WORDS) & ENGLISH_WORDS
 
 
+# Letter trigrams of Czech and English words (bench/language_table.py makes the table): where
+# the word lists above are unsure, a question whose letters lean this far towards Czech is
+# Czech. The lean is a sum of log ratios over the question's trigrams; 8 is far from what
+# the English and Czech questions of the eval sets gave (docs/benchmarks.md, "Czech typed
+# without diacritics, by its letters").
+TRIGRAMS = Path(__file__).with_name("language_trigrams.json")
+LEAN = 8.0
+
+
+def plain(text: str) -> str:
+    """The text without diacritics (č -> c)."""
+    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+
+
+def trigrams(word: str) -> list[str]:
+    """A word's letter trigrams, its start and end marked by a space."""
+    padded = f" {word} "
+    return [padded[i:i + 3] for i in range(len(padded) - 2)]
+
+
+@functools.cache
+def _table() -> tuple[dict[str, float], float]:
+    data = json.loads(TRIGRAMS.read_text(encoding="utf-8"))
+    return data["ratios"], float(data["unseen"])
+
+
+def letters_lean(words: list[str]) -> float:
+    """How much more Czech than English the words' letters are (log odds; > 0 Czech)."""
+    ratios, unseen = _table()
+    plain_words = (plain(w) for w in words)
+    return sum(ratios.get(g, unseen) for w in plain_words if re.fullmatch(r"[a-z]+", w)
+               for g in trigrams(w))
+
+
 def detect_language(text: str) -> str:
     """'cs', 'en' or 'unknown'; unsure is unknown, so no language line is added
     (docs/spec/behaviour.md B-23)."""
@@ -73,4 +111,11 @@ def detect_language(text: str) -> str:
         return "cs"
     if en >= 1 and en > 2 * cs and not letters & CZECH_LETTERS:
         return "en"
+    if sk or (cs and en):  # the word lists saw both languages (or Slovak): unsure stays so
+        return "unknown"
+    # Czech only: two languages' letters cannot tell English from German or French (each
+    # leans "not Czech"), and a letter neither language writes (ł, ß, ö) is neither.
+    if not en and letters_lean(words) >= LEAN and \
+            not {c for c in letters if c.isalpha() and not c.isascii()} - CZECH_LETTERS:
+        return "cs"
     return "unknown"

@@ -30,6 +30,17 @@ from worker.pipeline.types import Retrieval
     ("Once I've made a project, can I just change its scale afterwards?", "en"),  # 've: not ve
     ("Ako vytvorim projekt?", "unknown"),  # Slovak without its own letters is still not Czech
     ("", "unknown"),
+    # Where the word lists are unsure, the letters decide, when they are clear about it.
+    ("Mohu pozvat experty e-mailem?", "cs"),
+    ("pozvanka expirovala", "cs"),
+    ("smazat ucet", "cs"),
+    ("zapomnel jsem heslo", "cs"),
+    ("dark mode", "unknown"),  # the letters are not sure either
+    # Not Czech by its letters is not English: German, French, Polish stay unknown.
+    ("Wie berechnet man den Kompromiss?", "unknown"),
+    ("Comment calculer le compromis?", "unknown"),
+    ("Jak obliczyć kompromis?", "unknown"),
+    ("Ako sa počíta kompromis?", "unknown"),  # Slovak words: never Czech by its letters
 ])
 def test_detect_language(text: str, lang: str) -> None:
     assert detect_language(text) == lang
@@ -85,3 +96,11 @@ def test_prompt_numbers_passages_and_adds_language_line_only_when_sure() -> None
     unsure = build_messages("Hm?", (), r, "unknown")[0]["content"]
     assert language_line("cs") not in unsure and language_line("en") not in unsure
     assert msgs[-1]["role"] == "user" and msgs[-1]["content"].startswith("Jak funguje")
+
+
+def test_the_letter_table_is_the_one_its_script_makes() -> None:
+    """shared/language_trigrams.json is what bench/language_table.py makes from simplemma's
+    dictionaries (a change to either shows here)."""
+    from bench.language_table import main
+
+    assert main(["--check"]) == 0
