@@ -13,6 +13,24 @@ from shared.language import quote_marks
 
 INDENT = "    "
 
+# What `ask` prints around an answer, in the question's language (as the panel words it:
+# web/static/panel-i18n.js); any other language reads English.
+LABELS = {
+    "en": {"lead": "Here is what the documentation says, in its own words:",
+           "nearest": "The nearest sections of the documentation (ask about one):",
+           "not_found": "(not found in the source)", "sources": "Sources:",
+           "weak": "(weak match)"},
+    "cs": {"lead": "Dokumentace to říká vlastními slovy:",
+           "nearest": "Nejbližší oddíly dokumentace (zeptejte se na některý):",
+           "not_found": "(ve zdroji nenalezeno)", "sources": "Zdroje:",
+           "weak": "(slabá shoda)"},
+}
+
+
+def labels(done: dict[str, Any]) -> dict[str, str]:
+    """The labels for the done frame's language."""
+    return LABELS.get(str(done.get("language") or "en"), LABELS["en"])
+
 
 def plain_heading(text: str) -> str:
     """A heading path as plain text: no heading marks, backticks, emphasis or link syntax."""
@@ -129,6 +147,7 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
     ([n] title › section, the link, the note), or "I don't know" with the nearest sections."""
     s = done["structured"]
     width = max(40, width)
+    words = labels(done)
     out: list[str] = []
     figures = _lines(done)
     if figures:
@@ -143,7 +162,7 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
         out.extend(p for p in (said.strip(), question) if p)
         nearest = [x for x in s.get("nearest") or [] if isinstance(x, dict) and x.get("ask")]
         if nearest:
-            block = ["The nearest sections of the documentation (ask about one):"]
+            block = [words["nearest"]]
             for x in nearest:
                 title = plain_heading(str(x.get("title") or ""))
                 section = plain_heading(str(x.get("section") or ""))
@@ -159,8 +178,7 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
     quotes = [q for q in s.get("quotes") or []
               if isinstance(q, dict) and str(q.get("text") or "").strip()]
     if quotes:  # a project answer may have its figures and no quote
-        out.append(str(s.get("lead_in") or "").strip() or
-                   "Here is what the documentation says, in its own words:")
+        out.append(str(s.get("lead_in") or "").strip() or words["lead"])
     # Sources off (ASSISTANT_SHOW_SOURCES): no source list, so no quote names one either.
     attributed = bool(done.get("sources"))
     # The marks of the answer's wording, as the worker streams it.
@@ -175,7 +193,7 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
             block.extend(_wrap(f"({q['path'].strip()})", width, INDENT))
         if attributed:
             where, url = _where(done, q.get("n"), str(q.get("section") or ""))
-            missing = "" if q.get("found", True) else "  (not found in the source)"
+            missing = "" if q.get("found", True) else f"  {words['not_found']}"
             block.extend(textwrap.wrap(f"[{q.get('n')}] {where}{missing}", width=width,
                                        initial_indent=INDENT, subsequent_indent=INDENT * 2,
                                        break_long_words=False, break_on_hyphens=False))
@@ -185,6 +203,26 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
             block.extend(_wrap(f"({q['note'].strip()})", width, INDENT))
         out.append("\n".join(block))
     return "\n\n".join(out)
+
+
+def format_sources(done: dict[str, Any]) -> list[str]:
+    """The source list under an answer: "Sources:", then [n] title > section (a weak match
+    said so) and its link; nothing without sources."""
+    if not done.get("sources"):
+        return []
+    words = labels(done)
+    out = [words["sources"]]
+    for s in done["sources"]:
+        section = plain_heading(s.get("section", ""))
+        title = plain_heading(s.get("title", ""))
+        if section.startswith(title + " > "):
+            section = section[len(title) + 3:]
+        where = s.get("url") or s.get("source") or ""
+        out.append(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
+                                               else "")
+                   + (f" {words['weak']}" if s.get("weak") else "")
+                   + (f"\n      {where}" if where else ""))
+    return out
 
 
 def _cells(text: str) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from assistant_cli import client, stack
-from assistant_cli.answer_view import AnswerPrinter, is_quotes, plain_heading
+from assistant_cli.answer_view import AnswerPrinter, format_sources, is_quotes
 from shared import checks as checks_mod
 from shared.auth import mint_access_token
 from shared.config import INSECURE_DEV_SECRET, TOKEN, URL_VAR, WEB_BIND, get_settings
@@ -165,17 +165,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     for warning in check_warnings(last.get("checks") or {}) + weak_warning(last.get("sources")
                                                                             or []):
         print(f"warning: {warning}", file=sys.stderr)
-    if last.get("sources"):
-        print("\nSources:")
-        for s in last["sources"]:
-            section = plain_heading(s.get("section", ""))
-            title = plain_heading(s.get("title", ""))
-            if section.startswith(title + " > "):
-                section = section[len(title) + 3:]
-            where = s.get("url") or s.get("source") or ""
-            print(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
-                                              else "") + (" (weak match)" if s.get("weak") else "")
-                  + (f"\n      {where}" if where else ""))
+    sources = format_sources(last)
+    if sources:
+        print("\n" + "\n".join(sources))
     if last.get("language_differs") and not is_quotes(last):  # quotes: no model wrote them
         print(f"(the model answered in {language_name(last.get('answer_language'))}, "
               f"the question was in {language_name(last.get('language'))})", file=sys.stderr)

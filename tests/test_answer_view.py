@@ -159,3 +159,24 @@ def test_rows_count_wrapped_and_wide_lines() -> None:
     assert rows("a" * 81, 80) == 2
     assert rows("a\n\nb", 80) == 3
     assert rows("漢" * 41, 80) == 2
+
+
+def test_a_czech_answer_prints_its_labels_in_czech() -> None:
+    """What `ask` prints around a Czech answer speaks Czech too: the nearest sections, a quote
+    not found, the sources and a weak match (as the panel words them)."""
+    from assistant_cli.answer_view import format_sources
+
+    text = format_quotes(quotes_done("cs", "dont_know"), width=100)
+    assert "Nejbližší oddíly dokumentace (zeptejte se na některý):" in text.splitlines()
+    assert "nearest" not in text
+    done = quotes_done("cs")
+    done["structured"]["quotes"][0]["found"] = False
+    assert "(ve zdroji nenalezeno)" in format_quotes(done, width=200)
+    done["sources"][0]["weak"] = True
+    lines = format_sources(done)
+    assert lines[0] == "Zdroje:" and "(slabá shoda)" in lines[1], lines
+    english = quotes_done("en")
+    english["sources"][0]["weak"] = True
+    lines = format_sources(english)
+    assert lines[0] == "Sources:" and "(weak match)" in lines[1], lines
+    assert format_sources({**english, "sources": []}) == []
