@@ -59,6 +59,7 @@ SETS = {
     "fresh8": REPO / "bench" / "retrieval" / "heldout-fresh8.jsonl",
     "fresh9": REPO / "bench" / "retrieval" / "heldout-fresh9.jsonl",
     "fresh10": REPO / "bench" / "retrieval" / "heldout-fresh10.jsonl",
+    "fresh11": REPO / "bench" / "retrieval" / "heldout-fresh11.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -74,9 +75,10 @@ SETS = {
 # heldout-fresh8: a ninth, written blind before the query adapter was measured.
 # heldout-fresh9: a tenth, written blind on a fresh machine before anything ran on it.
 # heldout-fresh10: an eleventh, written blind before the Czech decision was refitted.
+# heldout-fresh11: a twelfth, written blind before the English decision was refitted.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
            "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7",
-           "heldout-fresh8", "heldout-fresh9", "heldout-fresh10")
+           "heldout-fresh8", "heldout-fresh9", "heldout-fresh10", "heldout-fresh11")
 
 
 def _load(name: str) -> list[dict]:
