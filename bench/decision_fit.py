@@ -66,6 +66,7 @@ def rows_of(sets: str, language: str, weights: Weights) -> list[dict]:
                         # answers is each arm's own (from `chosen` it was the shipped one's).
                         "first": bool(r["rank_hit"]),
                         "confidence": max(p.score for p in r["passages"][:COVERED]),
+                        "hedged": bool(r["hedged"]),
                         **{k: float(r[v]) for k, v in SIGNALS.items()}})
     return out
 

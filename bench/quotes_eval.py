@@ -36,6 +36,7 @@ from worker.pipeline.quotes import (
     choose,
     coverage,
     decision,
+    hedged,
     known,
     rank_spans,
 )
@@ -222,6 +223,9 @@ def score(rows: list[dict], given: Weights) -> dict:
         top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
         r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"],
                                  r["known"], bool(r["strange"]), r["fit"]) if cands else 0.0
+        r["hedged"] = bool(chosen) and hedged(cands, r["passages"], r["cov"], weights,
+                                              english, r["views"], r["known"],
+                                              bool(r["strange"]), r["fit"])
         # The first quote when the form answers at all (the ranking alone, no decision).
         first = cands[0] if cands else None
         r["rank_hit"] = 1.0 if first and _hit(r["passages"][first.n], q) else 0.0

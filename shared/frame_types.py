@@ -101,7 +101,8 @@ class Done:
         "same answer (the panel says so under a regenerated answer)")})
     structured: dict[str, Any] | None = _optional(
         "structured and quotes forms: valid_json, cut, outcome, clarifying_question, quotes, "
-        "sources (absent otherwise)")
+        "sources; the quotes form also lead_in, hedged (the quotes barely answer), nearest, "
+        "project (absent otherwise)")
     mode: str = _meaning("workflow, agent or hybrid: how the turn gathered its material")
     mode_note: str | None = _optional("why an agent turn ran as a workflow (absent otherwise)")
     tools: dict[str, Any] | None = _optional(

@@ -334,6 +334,33 @@ def test_a_quote_from_a_code_block_is_shown_as_code(scripted_stack: Stack,
 
 
 @pytest.mark.browser
+def test_a_hedged_answer_says_so_above_its_quotes(scripted_stack: Stack,
+                                                  panel_factory: Any) -> None:  # noqa: F811
+    """Quotes that barely answer: their lead-in (the worker's words) is marked as a caution,
+    in dark mode too; the usual lead-in is not."""
+    p = panel_factory(scripted_stack, bypass_csp=True, dark=True)
+    page = p.page
+    done = quotes_done("en")
+    hedge = ("The documentation may not answer this exactly; the closest it says, in its own "
+             "words:")
+    done["structured"] = {**done["structured"], "lead_in": hedge, "hedged": True}
+    Socket(page, [done, quotes_done("en")])
+    p.ask("How long does the reset e-mail take?")
+    p.wait_done()
+    lead = page.locator(f"{LAST_TURN} .ba-lead-in")
+    assert lead.inner_text() == hedge
+    assert "ba-hedged" in (lead.get_attribute("class") or "")
+    assert hedge in p.answer_text()
+    assert axe_violations(page) == []
+    shot(page, "quotes-hedged-dark.png")
+    p.ask("What does the maximum error mean?")
+    p.wait_done()
+    assert "ba-hedged" not in (page.locator(f"{LAST_TURN} .ba-lead-in")
+                               .get_attribute("class") or "")
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_structured_prose_figures_only_and_sources_off_answers(scripted_stack: Stack,
                                                        panel_factory: Any) -> None:  # noqa: F811
     p = panel_factory(scripted_stack, bypass_csp=True)

@@ -509,3 +509,37 @@ def test_an_introduction_does_not_take_a_code_comment_as_what_it_introduces() ->
     intro = [c for c in ranked if c.text.startswith("This project uses")]
     chosen = choose(intro, passages, spans, 1.0, Weights(threshold=0.0))
     assert chosen and "Clone" not in chosen[0].text, chosen[0].text
+
+
+def test_an_answer_that_barely_clears_the_threshold_says_it_may_not_answer_exactly() -> None:
+    """A decision score within Weights.hedge of the threshold: the quotes are given with a
+    lead-in that says the documentation may not answer this exactly (the structured block
+    says `hedged`); well above it, the usual lead-in."""
+    from worker.pipeline.quote_answer import wording
+    from worker.pipeline.quotes import WEIGHTS, hedged
+
+    passages = [_p("a", METHOD, "# Doc > ## Step 4: the maximum error")]
+    ranked, spans = _rank("what is the maximum error formula", passages)
+    score = decision(ranked, 1.0, 0.0, Weights())
+    near = Weights(threshold=score - 0.1, hedge=0.3)
+    far = Weights(threshold=score - 0.5, hedge=0.3)
+    assert choose(ranked, passages, spans, 1.0, near) and choose(ranked, passages, spans, 1.0, far)
+    assert hedged(ranked, passages, 1.0, near)
+    assert not hedged(ranked, passages, 1.0, far)
+    assert not hedged(ranked, passages, 1.0, Weights(threshold=score + 0.1, hedge=0.3)), \
+        "an answer not given is not hedged"
+    chosen = choose(ranked, passages, spans, 1.0, near)
+    for lang in ("en", "cs"):
+        answer = compose(chosen, passages, lang, hedged=True)
+        lead = wording(lang)["lead_in_hedged"]
+        assert answer.text.startswith(lead + "\n\n") and lead != wording(lang)["lead_in"]
+        block = answer.structured()
+        assert block["hedged"] is True and block["lead_in"] == lead
+        plain = compose(chosen, passages, lang)
+        assert plain.structured()["hedged"] is False
+        assert plain.structured()["lead_in"] == wording(lang)["lead_in"]
+        assert plain.text.startswith(wording(lang)["lead_in"])
+    # Shipped: a band in each language where the question views decide; none without them.
+    assert WEIGHTS.hedge > 0 and WEIGHTS.hedge_other > 0
+    plain_weights = WEIGHTS.deciding(False)
+    assert plain_weights.hedge == 0 and plain_weights.hedge_other == 0

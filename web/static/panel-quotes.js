@@ -167,7 +167,8 @@
     if (!quotes.length) return frag;  // a project answer may have its figures and no quote
     const lead = typeof s.lead_in === "string" && s.lead_in.trim() ? s.lead_in.trim()
       : ctx.t("quotes.leadIn");
-    frag.appendChild(el("p", "ba-lead-in", lead));
+    // Quotes that barely answer (the worker's `hedged`): their lead-in reads as a caution.
+    frag.appendChild(el("p", s.hedged === true ? "ba-lead-in ba-hedged" : "ba-lead-in", lead));
     const list = el("div", "ba-quotations");
     list.setAttribute("role", "list");
     list.setAttribute("aria-label", ctx.t("quotes.list"));

@@ -18,6 +18,8 @@ from worker.pipeline.source_links import is_locale, locale_heading, locale_title
 WORDING: dict[str, dict[str, str]] = {
     "en": {
         "lead_in": "Here is what the documentation says, in its own words:",
+        "lead_in_hedged": "The documentation may not answer this exactly; the closest it "
+                          "says, in its own words:",
         "dont_know": "I don't know: the documentation I can search does not answer this.",
         "unknown_one": "It never uses the word {names}.",
         "unknown_many": "It never uses the words {names}.",
@@ -33,6 +35,8 @@ WORDING: dict[str, dict[str, str]] = {
     },
     "cs": {
         "lead_in": "Dokumentace o tom doslova říká:",
+        "lead_in_hedged": "Dokumentace na to možná přesně neodpovídá; nejblíže tomu doslova "
+                          "říká:",
         "dont_know": "To nevím: dokumentace, kterou mohu prohledat, na to neodpovídá.",
         "unknown_one": "Slovo {names} v ní nikde není.",
         "unknown_many": "Slova {names} v ní nikde nejsou.",
@@ -73,11 +77,16 @@ class QuotesAnswer:
     # The names of the sections an "I don't know" offers, as written: the index's own
     # headings and texts, so they ground the numbers they hold (run_checks' `named`).
     named: tuple[str, ...] = ()
+    # The lead-in before the quotes, and whether it says they may not answer exactly (the
+    # quotes barely answer: quotes.hedged).
+    lead_in: str = ""
+    hedged: bool = False
 
-    def structured(self, lead_in: str) -> dict[str, Any]:
+    def structured(self) -> dict[str, Any]:
         """The block the structured form's done frame carries, plus the form's own fields."""
         return {"valid_json": True, "cut": False, "outcome": self.outcome,
-                "lead_in": lead_in if self.outcome == "answer" else None,
+                "lead_in": self.lead_in if self.outcome == "answer" else None,
+                "hedged": self.hedged,
                 "clarifying_question": self.clarifying_question,
                 "quotes": list(self.quotes),
                 "sources": [{"path": p.source, "valid": True}
@@ -136,13 +145,13 @@ def _options(names: Sequence[str], w: dict[str, str], joiner: str = "or") -> str
 
 def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
             lead: Sequence[str] = (), strange: Sequence[str] = (),
-            pool: Sequence[Passage] = ()) -> QuotesAnswer:
+            pool: Sequence[Passage] = (), hedged: bool = False) -> QuotesAnswer:
     """The answer from the chosen spans; "I don't know" when there are none.
 
     `lead`: paragraphs written in code before the quotes (a project's key figures);
     `strange`: the question's names the corpus never uses, which "I don't know" says;
     `pool`: the index's passages (a file tree's entry is placed in the whole tree of its
-    section, see tree_path)."""
+    section, see tree_path); `hedged`: the quotes barely answer (quotes.hedged)."""
     w = wording(lang)
     if not chosen:
         names = list(dict.fromkeys(_name(p, lang) for p in passages if leaf(p.section)))
@@ -160,11 +169,12 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                                                for k in ("title", "section")), *strange]))
         return QuotesAnswer("\n\n".join(body), "answer" if lead else "dont_know", (), (),
                             None if lead else question, () if lead else nearest, tuple(lead),
-                            () if lead else named)
+                            () if lead else named, w["lead_in"])
     quoted: list[Passage] = []
     sections: list[tuple[str, str]] = []  # numbered once each: [n] names a section
     quotes: list[dict[str, Any]] = []
-    lines: list[str] = [*lead, w["lead_in"]]
+    lead_in = w["lead_in_hedged" if hedged else "lead_in"]
+    lines: list[str] = [*lead, lead_in]
     # A quote in the other language than the question's says so (once more at the end).
     other = "english" if lang == "cs" else "czech"
     other_note = False
@@ -191,7 +201,7 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
     # The quoted pieces of one section are one source: joined in reading order, so each quote
     # is still found in the text its [n] points at.
     return QuotesAnswer("\n\n".join(lines), "answer", one_per_section(quoted), tuple(quotes),
-                        lead=tuple(lead))
+                        lead=tuple(lead), lead_in=lead_in, hedged=hedged)
 
 
 def _distinct_sections(passages: Sequence[Passage]) -> list[Passage]:

@@ -16,13 +16,14 @@ from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.names import unknown
 from worker.pipeline.project_summary import summary_lines
-from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans, wording
+from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans
 from worker.pipeline.quotes import (
     COVERED,
     WEIGHTS,
     adapted_similarities,
     choose,
     coverage,
+    hedged,
     known,
     rank_spans,
     ranks_by_adapter,
@@ -101,14 +102,17 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
                     familiar=familiar, strange=bool(strange), said=said, fit=fit)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
-    answer = compose(chosen, passages, lang, lead, strange, lexical.passages)
+    # Quotes that barely clear the threshold are given as the closest the documentation says.
+    close = bool(chosen) and hedged(ranked, passages, covered, weights, english, asked,
+                                    familiar, bool(strange), fit)
+    answer = compose(chosen, passages, lang, lead, strange, lexical.passages, hedged=close)
     # Verified, not assumed: each quote is looked up in its own passage's text
     # (docs/spec/behaviour.md B-26).
     quotes = tuple({**q, "found": bool(q["text"].strip())
                     and fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)}
                    for q in answer.quotes)
     answer = dataclasses.replace(answer, quotes=quotes)
-    block = answer.structured(wording(lang)["lead_in"])
+    block = answer.structured()
     block["project"] = {"lines": lead, "figures": figures.to_json()} if figures else None
     return Said(answer, block, Retrieval(answer.passages, retrieval.index_version,
                                          retrieval.query))
