@@ -7,16 +7,10 @@ Run: .venv/bin/python -m bench.language_detect ../shared/eval/dev.jsonl bench/re
 from __future__ import annotations
 
 import argparse
-import unicodedata
 from collections import Counter
 
-from shared.language import detect_language
+from shared.language import detect_language, plain
 from worker.evaluation import load_questions
-
-
-def plain(text: str) -> str:
-    """The text without diacritics (č -> c)."""
-    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
 
 
 def main() -> None:
