@@ -100,7 +100,13 @@ def test_prompt_numbers_passages_and_adds_language_line_only_when_sure() -> None
 
 def test_the_letter_table_is_the_one_its_script_makes() -> None:
     """shared/language_trigrams.json is what bench/language_table.py makes from simplemma's
-    dictionaries (a change to either shows here)."""
-    from bench.language_table import main
+    dictionaries (a change to either shows here). Run as a command: tests do not import
+    bench, which imports tests."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    assert main(["--check"]) == 0
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "bench.language_table", "--check"], cwd=repo,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
