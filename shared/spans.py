@@ -56,7 +56,7 @@ class Span:
 
     start: int
     end: int
-    kind: str  # sentence | item | row | code | line
+    kind: str  # sentence | item | row | code | line | labels
     block: int  # spans of one paragraph, list, table or code block share a block number
     key: str = ""  # an interface text's key path (kind "line")
     label: str = ""  # the bold label just above a list, table or formula ("Formula")
@@ -243,7 +243,50 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
              and not tail.rstrip("\"'”’»)]*_`").endswith(_ENDS))
             or (spans[-1].kind == "row" and not tail.endswith("|"))):
         spans.pop()
-    return [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
+    quotable = [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
+    if not quotable and (group := _labels(text, skip)) is not None:
+        return [group]
+    return quotable
+
+
+# How a "labels" span is shown: its texts, each verbatim, between these.
+LABELS_JOIN = " · "
+
+
+def _labels(text: str, skip: int) -> Span | None:
+    """An interface group with nothing to quote but labels ("Change Password", "Current
+    Password", "Update Password"): one span of its lines, shown as their texts (label_text),
+    so that the group a question is about can still be quoted. None for any other text."""
+    first = end = None
+    shown = count = 0
+    pos = skip
+    for raw in text[skip:].splitlines(keepends=True):
+        a, b = pos, pos + len(raw.rstrip("\r\n"))
+        pos += len(raw)
+        line = text[a:b]
+        if not line.strip():
+            continue
+        m = _JSON_LINE.match(line)
+        if m is None or "/" in m.group(1):
+            return None
+        shown += len(m.group(2)) + len(LABELS_JOIN)
+        if first is not None and shown > MAX_SPAN_CHARS:
+            break
+        first = a if first is None else first
+        end = a + m.end(2)
+        count += 1
+    return Span(first, end, "labels", 0) if first is not None and end is not None \
+        and count >= 2 else None
+
+
+def label_text(text: str, span: Span) -> str:
+    """A "labels" span as shown: its lines' texts without their keys (any other span: its
+    text)."""
+    piece = span.text_of(text)
+    if span.kind != "labels":
+        return piece
+    return LABELS_JOIN.join(m.group(2) for line in piece.splitlines()
+                            if (m := _JSON_LINE.match(line.strip())) is not None)
 
 
 def earlier_pieces(text: str, siblings: Sequence[str]) -> tuple[str, int]:
@@ -322,7 +365,7 @@ def span_context(passage: Passage, span: Span) -> str:
 def embed_text(passage: Passage, span: Span) -> str:
     """What is embedded for a span: its heading first ("Step 4: the maximum error: Δmax =
     ..." is what a formula line means), then its own characters."""
-    return f"{span_context(passage, span)}: {span.text_of(passage.text)}"
+    return f"{span_context(passage, span)}: {label_text(passage.text, span)}"
 
 
 def text_key(text: str) -> str:

@@ -543,3 +543,36 @@ def test_an_answer_that_barely_clears_the_threshold_says_it_may_not_answer_exact
     assert WEIGHTS.hedge > 0 and WEIGHTS.hedge_other > 0
     plain_weights = WEIGHTS.deciding(False)
     assert plain_weights.hedge == 0 and plain_weights.hedge_other == 0
+
+
+LABELS_GROUP = """title: Change Password
+currentPassword: Current Password
+newPassword: New Password
+confirmPassword: Confirm New Password
+update: Update Password"""
+
+
+def test_an_interface_group_of_labels_alone_is_quoted_as_its_labels() -> None:
+    """A group whose texts are all labels (no sentence to quote) is one span, shown as its
+    texts without their keys, each found verbatim; a group with a sentence quotes that."""
+    from shared.spans import label_text
+
+    spans = split_spans(LABELS_GROUP)
+    assert [s.kind for s in spans] == ["labels"]
+    shown = label_text(LABELS_GROUP, spans[0])
+    assert shown == ("Change Password · Current Password · New Password · Confirm New Password"
+                     " · Update Password")
+    mixed = LABELS_GROUP + "\nhint: Use at least twelve characters for a new password."
+    assert [s.kind for s in split_spans(mixed)] == ["line"]
+    passages = [_p("a", LABELS_GROUP, "changePassword", source="locales/en/profile.json")]
+    ranked, spans_of = _rank("how do I change my password", passages)
+    assert ranked and ranked[0].text == shown
+    answer = compose(ranked[:1], passages, "en")
+    assert answer.quotes[0]["text"] == shown and answer.quotes[0]["labels"] is True
+    assert f"“{shown}” [1]" in answer.text
+    # Found as the quotes check reads it: each label in the passage's own text.
+    from worker.pipeline.quote_turn import found
+
+    assert found(answer.quotes[0], LABELS_GROUP)
+    assert not found({**answer.quotes[0], "text": shown + " · Delete Account"}, LABELS_GROUP)
+    assert not found({"text": shown, "labels": False}, LABELS_GROUP)

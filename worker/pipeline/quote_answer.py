@@ -194,7 +194,9 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                        "section": p.section, "language": p.lang, "note": note,
                        "code": code, "path": tree_path(p.text, c.span, [
                            o.text for o in pool if (o.source, o.section) == (p.source, p.section)
-                       ]) if code else ""})
+                       ]) if code else "",
+                       # An interface group's labels, each verbatim (shared.spans.label_text).
+                       "labels": c.span.kind == "labels"})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if other_note:
         lines.append(f"({w[other]})")

@@ -12,6 +12,7 @@ import psycopg
 
 from shared import corpus_store
 from shared.config import Settings
+from shared.spans import LABELS_JOIN
 from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.names import unknown
@@ -47,6 +48,14 @@ class Said:
     answer: QuotesAnswer
     structured: dict[str, Any]
     retrieval: Retrieval  # the quoted passages, numbered as the answer cites them
+
+
+def found(quote: dict, passage_text: str) -> bool:
+    """Whether a quote is in its passage's text, verbatim but for spacing and case; a group of
+    labels each of its labels."""
+    parts = quote["text"].split(LABELS_JOIN) if quote.get("labels") is True \
+        else [quote["text"]]
+    return all(p.strip() and fold(p) in fold(passage_text) for p in parts)
 
 
 def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequence[str],
@@ -108,8 +117,7 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     answer = compose(chosen, passages, lang, lead, strange, lexical.passages, hedged=close)
     # Verified, not assumed: each quote is looked up in its own passage's text
     # (docs/spec/behaviour.md B-26).
-    quotes = tuple({**q, "found": bool(q["text"].strip())
-                    and fold(q["text"]) in fold(answer.passages[q["n"] - 1].text)}
+    quotes = tuple({**q, "found": found(q, answer.passages[q["n"] - 1].text)}
                    for q in answer.quotes)
     answer = dataclasses.replace(answer, quotes=quotes)
     block = answer.structured()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shared.passage import Passage
-from shared.spans import MAX_SPAN_CHARS, Span, embed_text, span_context
+from shared.spans import MAX_SPAN_CHARS, Span, embed_text, label_text, span_context
 from worker.pipeline.bm25 import STEM, tokenize
 from worker.pipeline.vectors import adapted
 from worker.pipeline.weak import is_weak
@@ -256,7 +256,8 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
             and not any(q in _plain(s.text_of(passages[n].text)) for q in asked)]
     if not flat:
         return []
-    texts = [s.text_of(passages[n].text) for n, s in flat]
+    # A group of labels is read as its texts, without their keys.
+    texts = [label_text(passages[n].text, s) for n, s in flat]
     # Embedded with its heading (embed_text); the index build stored these vectors.
     span_vectors = vectors([embed_text(passages[n], s) for n, s in flat], "passage")
     query_vectors = vectors(list(questions), "query")
