@@ -61,8 +61,8 @@ BOTH = (CZECH_WORDS | CZECH_PLAIN_WORDS) & ENGLISH_WORDS
 # Letter trigrams of Czech and English words (bench/language_table.py makes the table): where
 # the word lists above are unsure, a question whose letters lean this far towards Czech is
 # Czech. The lean is a sum of log ratios over the question's trigrams; 8 is far from what
-# the English and Czech questions of the eval sets gave (docs/benchmarks.md, "Czech typed
-# without diacritics, by its letters").
+# the English and Czech questions of the eval sets gave (docs/benchmarks.md, "The English
+# decision from the adapter, hedged answers, groups of labels, Czech by its letters").
 TRIGRAMS = Path(__file__).with_name("language_trigrams.json")
 LEAN = 8.0
 
