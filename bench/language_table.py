@@ -22,7 +22,7 @@ DIGITS = 3  # the log ratios' decimals: enough to decide, a small file
 
 def counts(lang: str) -> Counter[str]:
     """The letter trigrams of every plain a-z word form of one simplemma dictionary."""
-    from simplemma.strategies.dictionaries.dictionary_factory import DefaultDictionaryFactory
+    from simplemma.strategies import DefaultDictionaryFactory
 
     out: Counter[str] = Counter()
     for key in DefaultDictionaryFactory().get_dictionary(lang).keys():

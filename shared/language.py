@@ -54,6 +54,14 @@ projektech experti expertu expertum expertem expertu nazor nazoru nazory odhad o
 vysledku vysledky metoda metodu metody metode chyba chyby prumer hodnota hodnoty ucet uctu heslo
 hesla uzivatel uzivatele stranka stranky aplikace soubor udaje udaju
 """.split())
+# Slovak as people type it without diacritics, none of them a Czech word: with one of these, or
+# a word ending as only Slovak ends ("prihlasenie", "nastavenia"), the letters decide nothing.
+SLOVAK_PLAIN_WORDS = frozenset("""
+sa som sme ste su nie ako kedy preco ktory ktora ktore aky aka ake mozem mozes moze mozete
+mozeme potrebujem potrebujes chcem chces nemozem nemoze zabudol zabudla alebo lebo tiez vsetko
+vsetky ked
+""".split())
+SLOVAK_ENDINGS = ("enie", "enia", "anie", "ania")
 # Words of both languages ("a", "to") say nothing either way.
 BOTH = (CZECH_WORDS | CZECH_PLAIN_WORDS) & ENGLISH_WORDS
 
@@ -111,11 +119,15 @@ def detect_language(text: str) -> str:
         return "cs"
     if en >= 1 and en > 2 * cs and not letters & CZECH_LETTERS:
         return "en"
-    if sk or (cs and en):  # the word lists saw both languages (or Slovak): unsure stays so
+    if sk or en or not cs:  # both languages, Slovak, or no word of the lists: unsure
         return "unknown"
-    # Czech only: two languages' letters cannot tell English from German or French (each
-    # leans "not Czech"), and a letter neither language writes (ł, ß, ö) is neither.
-    if not en and letters_lean(words) >= LEAN and \
-            not {c for c in letters if c.isalpha() and not c.isascii()} - CZECH_LETTERS:
-        return "cs"
-    return "unknown"
+    # One Czech word of the lists, and Czech letters. Czech only: two languages' letters cannot
+    # tell English from German or French (each leans "not Czech"); nor Czech from Slovak,
+    # Croatian or Polish typed without diacritics, hence a Slovak word or ending, Polish "cz"
+    # or "sz", or a letter Czech does not write (ł, ß, ö) keeps it unknown.
+    plain_words = [plain(w) for w in words]
+    if any(w in SLOVAK_PLAIN_WORDS or w.endswith(SLOVAK_ENDINGS) or "cz" in w or "sz" in w
+           for w in plain_words) or {c for c in letters if c.isalpha() and not c.isascii()} \
+            - CZECH_LETTERS:
+        return "unknown"
+    return "cs" if letters_lean(words) >= LEAN else "unknown"

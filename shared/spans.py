@@ -154,10 +154,12 @@ def continued(text: str, siblings: list[str]) -> bool:
     return any(s != text and overlap_prefix(s, [text]) > 0 for s in siblings)
 
 
-def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]:
+def split_spans(text: str, skip: int = 0, continued: bool = False,
+                interface: bool = False) -> list[Span]:
     """Every quotable span of a passage's text, in order, after its first `skip` characters
     (an overlap fragment, see overlap_prefix); a piece that another `continued` loses an
-    unfinished last sentence."""
+    unfinished last sentence; an `interface` group (an app's texts) with nothing else to
+    quote, its labels (see _labels)."""
     spans: list[Span] = []
     block = 0
     in_fence = False
@@ -244,7 +246,7 @@ def split_spans(text: str, skip: int = 0, continued: bool = False) -> list[Span]
             or (spans[-1].kind == "row" and not tail.endswith("|"))):
         spans.pop()
     quotable = [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
-    if not quotable and (group := _labels(text, skip)) is not None:
+    if interface and not quotable and (group := _labels(text, skip)) is not None:
         return [group]
     return quotable
 
@@ -267,7 +269,10 @@ def _labels(text: str, skip: int) -> Span | None:
         if not line.strip():
             continue
         m = _JSON_LINE.match(line)
-        if m is None or "/" in m.group(1):
+        # Every line a label: a text that names a thing or is too short to quote (a
+        # sentence the chunker cut off at the piece's end is neither).
+        if m is None or "/" in m.group(1) or not (_naming_key(m.group(1))
+                                                  or not _quotable(m.group(2))):
             return None
         shown += len(m.group(2)) + len(LABELS_JOIN)
         if first is not None and shown > MAX_SPAN_CHARS:
@@ -279,14 +284,18 @@ def _labels(text: str, skip: int) -> Span | None:
         and count >= 2 else None
 
 
-def label_text(text: str, span: Span) -> str:
-    """A "labels" span as shown: its lines' texts without their keys (any other span: its
-    text)."""
-    piece = span.text_of(text)
+def label_values(text: str, span: Span) -> list[str]:
+    """A "labels" span's texts without their keys, each verbatim (none for another span)."""
     if span.kind != "labels":
-        return piece
-    return LABELS_JOIN.join(m.group(2) for line in piece.splitlines()
-                            if (m := _JSON_LINE.match(line.strip())) is not None)
+        return []
+    return [m.group(2) for line in span.text_of(text).splitlines()
+            if (m := _JSON_LINE.match(line.strip())) is not None]
+
+
+def label_text(text: str, span: Span) -> str:
+    """A span as shown: a "labels" span its texts (label_values), any other its own text."""
+    return LABELS_JOIN.join(label_values(text, span)) if span.kind == "labels" \
+        else span.text_of(text)
 
 
 def earlier_pieces(text: str, siblings: Sequence[str]) -> tuple[str, int]:
@@ -347,7 +356,8 @@ def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[
     out = []
     for p in passages:
         pieces = siblings.get((p.source, p.section), [])
-        out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces)))
+        out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces),
+                               interface=p.source.endswith(".json")))
     return out
 
 

@@ -152,7 +152,7 @@ def _vectors_by_words(texts: Sequence[str], kind: str) -> list[list[float]]:
 
 def _rank(question: str, passages: list[Passage], weights: Weights | None = None
           ) -> tuple[list[Candidate], list[list[Span]]]:
-    spans = [split_spans(p.text) for p in passages]
+    spans = [split_spans(p.text, interface=p.source.endswith(".json")) for p in passages]
     ranked = rank_spans([question], passages, spans, _vectors_by_words, lambda t: 1.0,
                         weights or Weights())
     return ranked, spans
@@ -557,22 +557,33 @@ def test_an_interface_group_of_labels_alone_is_quoted_as_its_labels() -> None:
     texts without their keys, each found verbatim; a group with a sentence quotes that."""
     from shared.spans import label_text
 
-    spans = split_spans(LABELS_GROUP)
+    spans = split_spans(LABELS_GROUP, interface=True)
     assert [s.kind for s in spans] == ["labels"]
     shown = label_text(LABELS_GROUP, spans[0])
     assert shown == ("Change Password · Current Password · New Password · Confirm New Password"
                      " · Update Password")
     mixed = LABELS_GROUP + "\nhint: Use at least twelve characters for a new password."
-    assert [s.kind for s in split_spans(mixed)] == ["line"]
+    assert [s.kind for s in split_spans(mixed, interface=True)] == ["line"]
+    # A sentence the chunker cut off is no label; nor is a page's "Key: value" line a group.
+    cut = LABELS_GROUP + "\nhint: Use at least twelve characters for a"
+    assert split_spans(cut, continued=True, interface=True) == []
+    assert split_spans(LABELS_GROUP) == []
+    assert split_spans("Version: 2.1\nLicense: MIT", interface=False) == []
     passages = [_p("a", LABELS_GROUP, "changePassword", source="locales/en/profile.json")]
     ranked, spans_of = _rank("how do I change my password", passages)
     assert ranked and ranked[0].text == shown
     answer = compose(ranked[:1], passages, "en")
-    assert answer.quotes[0]["text"] == shown and answer.quotes[0]["labels"] is True
+    assert answer.quotes[0]["text"] == shown
+    assert answer.quotes[0]["labels"] == ["Change Password", "Current Password", "New Password",
+                                          "Confirm New Password", "Update Password"]
     assert f"“{shown}” [1]" in answer.text
     # Found as the quotes check reads it: each label in the passage's own text.
-    from worker.pipeline.quote_turn import found
+    from worker.pipeline.quote_answer import found
 
     assert found(answer.quotes[0], LABELS_GROUP)
-    assert not found({**answer.quotes[0], "text": shown + " · Delete Account"}, LABELS_GROUP)
-    assert not found({"text": shown, "labels": False}, LABELS_GROUP)
+    assert not found({**answer.quotes[0], "labels": [*answer.quotes[0]["labels"],
+                                                     "Delete Account"]}, LABELS_GROUP)
+    assert not found({"text": shown, "labels": []}, LABELS_GROUP), "the joined text is not"
+    # A label that holds the joining mark is still found as itself.
+    dotted = "a: Foo ·\nb: Bar"
+    assert found({"text": "Foo · · Bar", "labels": ["Foo ·", "Bar"]}, dotted)

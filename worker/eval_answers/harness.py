@@ -18,7 +18,7 @@ from worker.eval_answers.questions import (
     load_answer_questions,
 )
 from worker.pipeline.prompt import build_messages
-from worker.pipeline.structured import fold
+from worker.pipeline.quote_answer import found
 from worker.pipeline.types import Retrieval
 
 SEED = 20261130
@@ -75,16 +75,16 @@ def with_quotes_found(record: dict[str, Any], texts: Texts | None) -> dict[str, 
     quotes = (record.get("structured") or {}).get("quotes") or []
     if texts is None or not quotes:
         return record
-    found = 0
+    count = 0
     first_piece = None
     for i, q in enumerate(quotes):
-        needle = fold(str(q.get("text") or ""))
+        # As the turn checked it (a group of labels: each label).
         piece = next((t for t in texts(str(q.get("source") or ""), str(q.get("section") or ""))
-                      if needle and needle in fold(t)), None)
-        found += piece is not None
+                      if isinstance(q, dict) and found(q, t)), None)
+        count += piece is not None
         if i == 0:
             first_piece = piece
-    return {**record, "quotes_found": {"quotes": len(quotes), "found": found},
+    return {**record, "quotes_found": {"quotes": len(quotes), "found": count},
             "first_quote_text": first_piece}
 
 

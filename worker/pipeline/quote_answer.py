@@ -9,11 +9,12 @@ from typing import Any
 
 from shared.language import QUOTE_MARKS
 from shared.passage import Passage
-from shared.spans import Span, leaf, tree_path
+from shared.spans import Span, label_values, leaf, tree_path
 from shared.spans import passage_spans as spans_of
 from worker.pipeline.bm25 import LexicalIndex
 from worker.pipeline.quotes import Candidate
 from worker.pipeline.source_links import is_locale, locale_heading, locale_title, one_per_section
+from worker.pipeline.structured import fold
 
 WORDING: dict[str, dict[str, str]] = {
     "en": {
@@ -169,7 +170,7 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                                                for k in ("title", "section")), *strange]))
         return QuotesAnswer("\n\n".join(body), "answer" if lead else "dont_know", (), (),
                             None if lead else question, () if lead else nearest, tuple(lead),
-                            () if lead else named, w["lead_in"])
+                            () if lead else named, lead_in=w["lead_in"])
     quoted: list[Passage] = []
     sections: list[tuple[str, str]] = []  # numbered once each: [n] names a section
     quotes: list[dict[str, Any]] = []
@@ -196,7 +197,7 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                            o.text for o in pool if (o.source, o.section) == (p.source, p.section)
                        ]) if code else "",
                        # An interface group's labels, each verbatim (shared.spans.label_text).
-                       "labels": c.span.kind == "labels"})
+                       "labels": label_values(p.text, c.span)})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if other_note:
         lines.append(f"({w[other]})")
@@ -204,6 +205,14 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
     # is still found in the text its [n] points at.
     return QuotesAnswer("\n\n".join(lines), "answer", one_per_section(quoted), tuple(quotes),
                         lead=tuple(lead), lead_in=lead_in, hedged=hedged)
+
+
+def found(quote: dict[str, Any], passage_text: str) -> bool:
+    """Whether a quote is in a passage's text, verbatim but for spacing and case; a group of
+    labels each of its labels."""
+    parts = quote.get("labels") or [quote.get("text")]
+    return all(isinstance(p, str) and p.strip() and fold(p) in fold(passage_text)
+               for p in parts)
 
 
 def _distinct_sections(passages: Sequence[Passage]) -> list[Passage]:

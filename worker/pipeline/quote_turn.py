@@ -12,12 +12,11 @@ import psycopg
 
 from shared import corpus_store
 from shared.config import Settings
-from shared.spans import LABELS_JOIN
 from shared.turn_request import ProjectBlock
 from worker.pipeline.bm25 import lexical_index
 from worker.pipeline.names import unknown
 from worker.pipeline.project_summary import summary_lines
-from worker.pipeline.quote_answer import QuotesAnswer, compose, passage_spans
+from worker.pipeline.quote_answer import QuotesAnswer, compose, found, passage_spans
 from worker.pipeline.quotes import (
     COVERED,
     WEIGHTS,
@@ -33,7 +32,6 @@ from worker.pipeline.quotes import (
     uses_question_views,
 )
 from worker.pipeline.retrieve import RetrievalConfig
-from worker.pipeline.structured import fold
 from worker.pipeline.types import Retrieval
 from worker.pipeline.vectors import cached_vectors, passage_vectors, query_adapter
 
@@ -48,14 +46,6 @@ class Said:
     answer: QuotesAnswer
     structured: dict[str, Any]
     retrieval: Retrieval  # the quoted passages, numbered as the answer cites them
-
-
-def found(quote: dict, passage_text: str) -> bool:
-    """Whether a quote is in its passage's text, verbatim but for spacing and case; a group of
-    labels each of its labels."""
-    parts = quote["text"].split(LABELS_JOIN) if quote.get("labels") is True \
-        else [quote["text"]]
-    return all(p.strip() and fold(p) in fold(passage_text) for p in parts)
 
 
 def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequence[str],

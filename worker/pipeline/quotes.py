@@ -38,21 +38,17 @@ class Weights:
     # order is weaker (measured: docs/benchmarks.md), so its spans decide more.
     rank: float = 0.4
     rank_other: float = 0.05
-    # "I don't know" below this decision score: the best span's match plus `coverage` times
-    # how much of the question the passages speak of (calibrated on questions with and
-    # without an answer, per language: a Czech question's words meet English pages only
-    # through its translation; docs/benchmarks.md).
-    # Czech also reads retrieval's confidence (confidence_other below). The thresholds are
-    # the ones that say "I don't know" on the most unanswerable questions of dev + held-out +
-    # unanswerable while on at most 10 % of the answerable, in the middle of that gap
-    # (bench/quotes_eval.py calibrate), with the question views' retrieval: they move
-    # with retrieval and are recalibrated after a retrieval change. English also reads the
-    # question views and the known words (question, vocabulary below): weights from a
-    # logistic fit over the eight read sets, rounded (docs/benchmarks.md, "Question views in
-    # the English decision"). Both thresholds recalibrated on the nine read sets pooled with
-    # the query adapter's retrieval (docs/benchmarks.md, "A query adapter"), then on the index
-    # built from the shipped vectors file (docs/benchmarks.md, "Vectors shipped with the
-    # corpus").
+    # "I don't know" below this decision score (see decision): `coverage` times how much of
+    # the question the passages speak of, plus the weighted question views, query adapter,
+    # span match, retrieval confidence and known words below, each per language (a Czech
+    # question's words meet English pages only through its translation). The thresholds say
+    # "I don't know" on the most unanswerable questions of the read sets while on at most
+    # 10 % of the answerable, in the middle of that gap (bench/quotes_eval.py calibrate); they
+    # move with retrieval and are recalibrated after a retrieval change. English: coverage,
+    # the question views and the adapter, threshold by the rule on twelve sets
+    # (docs/benchmarks.md, "The English decision from the adapter"); Czech: the same and
+    # retrieval's confidence, on nine ("The Czech decision from the question views and the
+    # adapter").
     coverage: float = 0.5
     threshold: float = 5.132
     coverage_other: float = 3.0
@@ -126,7 +122,8 @@ class Weights:
     # a boiled egg or a castle's opening hours are words no page uses). 0 = off. Alone, on
     # English questions in a person's own words it also silenced answerable ones (a "crazy
     # extreme number" is no word of the docs either; docs/benchmarks.md, "Known words in the
-    # decision"); beside the question views a little of it helps.
+    # decision"); beside the question views it helped a little, beside the adapter no more
+    # (off since; docs/benchmarks.md, "The English decision from the adapter").
     vocabulary: float = 0.0
     vocabulary_other: float = 0.0
     # The decision may also read the best similarity of the passages coverage reads with the
@@ -395,25 +392,37 @@ def decision(ranked: Sequence[Candidate], covered: float, top: float,
             - (penalty if strange else 0.0))
 
 
+def margin(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
+           english: bool = True, top: float = 0.0, asked: float = 0.0,
+           familiar: float = 0.0, strange: bool = False, fit: float = 0.0) -> float:
+    """How far the decision score clears the threshold (see Weights.threshold); negative
+    below it."""
+    threshold = weights.threshold if english else weights.threshold_other
+    return decision(ranked, covered, top, weights, english, asked, familiar, strange,
+                    fit) - threshold
+
+
 def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIGHTS,
             english: bool = True, top: float = 0.0, asked: float = 0.0,
             familiar: float = 0.0, strange: bool = False, fit: float = 0.0) -> bool:
-    """Whether the spans answer at all: the decision score clears the threshold (see
-    Weights.threshold)."""
-    threshold = weights.threshold if english else weights.threshold_other
-    return bool(ranked) and decision(ranked, covered, top, weights, english, asked,
-                                     familiar, strange, fit) >= threshold
+    """Whether the spans answer at all: the decision score clears the threshold."""
+    return bool(ranked) and margin(ranked, covered, weights, english, top, asked, familiar,
+                                   strange, fit) >= 0
+
+
+def retrieval_confidence(passages: Sequence[Passage]) -> float:
+    """Retrieval's confidence: the best fused score of the passages coverage reads."""
+    return max((p.score for p in passages[:COVERED]), default=0.0)
 
 
 def hedged(ranked: Sequence[Candidate], passages: Sequence[Passage], covered: float,
            weights: Weights = WEIGHTS, english: bool = True, asked: float = 0.0,
            familiar: float = 0.0, strange: bool = False, fit: float = 0.0) -> bool:
     """Whether the spans answer (see choose) by less than Weights.hedge over the threshold."""
-    top = max((p.score for p in passages[:COVERED]), default=0.0)
-    threshold, band = (weights.threshold, weights.hedge) if english \
-        else (weights.threshold_other, weights.hedge_other)
-    score = decision(ranked, covered, top, weights, english, asked, familiar, strange, fit)
-    return bool(ranked) and threshold <= score < threshold + band
+    band = weights.hedge if english else weights.hedge_other
+    return bool(ranked) and 0 <= margin(ranked, covered, weights, english,
+                                        retrieval_confidence(passages), asked, familiar, strange,
+                                        fit) < band
 
 
 def reads_vocabulary(weights: Weights, english: bool) -> bool:
@@ -458,8 +467,8 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
     answer a follow-up follows, which is not given again word for word while other spans
     remain; `fit`: the best similarity through the query adapter of the passages coverage
     reads)."""
-    top = max((p.score for p in passages[:COVERED]), default=0.0)
-    if not answers(ranked, covered, weights, english, top, asked, familiar, strange, fit):
+    if not answers(ranked, covered, weights, english, retrieval_confidence(passages), asked, familiar,
+                   strange, fit):
         return []
     chosen = _pick(ranked, passages, spans, weights, english)
     earlier = _plain(said)
