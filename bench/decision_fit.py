@@ -24,7 +24,7 @@ import numpy as np
 
 from bench import quotes_eval as qe
 from bench.quotes_flips import setting
-from worker.pipeline.quotes import COVERED, WEIGHTS, Weights
+from worker.pipeline.quotes import WEIGHTS, Weights, retrieval_confidence
 
 READ_SETS = ("all,heldout-quotes,heldout-fresh,heldout-fresh2,heldout-fresh3,heldout-fresh4,"
              "heldout-fresh5,heldout-fresh6,heldout-fresh7")
@@ -65,7 +65,7 @@ def rows_of(sets: str, language: str, weights: Weights) -> list[dict]:
                         # The ranking's first span, answered or not: whether a decision
                         # answers is each arm's own (from `chosen` it was the shipped one's).
                         "first": bool(r["rank_hit"]),
-                        "confidence": max(p.score for p in r["passages"][:COVERED]),
+                        "confidence": retrieval_confidence(r["passages"]),
                         "hedged": bool(r["hedged"]),
                         **{k: float(r[v]) for k, v in SIGNALS.items()}})
     return out

@@ -39,6 +39,7 @@ from worker.pipeline.quotes import (
     hedged,
     known,
     rank_spans,
+    retrieval_confidence,
 )
 from worker.pipeline.retrieve import RetrievalConfig, rank
 from worker.pipeline.rewrite import translate_fewshot
@@ -220,7 +221,7 @@ def score(rows: list[dict], given: Weights) -> dict:
         d = by.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
         r["chosen"] = chosen
         r["best"] = max((c.match for c in cands), default=0.0)
-        top = max((p.score for p in r["passages"][:COVERED]), default=0.0)
+        top = retrieval_confidence(r["passages"])
         r["decision"] = decision(cands, r["cov"], top, weights, english, r["views"],
                                  r["known"], bool(r["strange"]), r["fit"]) if cands else 0.0
         r["hedged"] = bool(chosen) and hedged(cands, r["passages"], r["cov"], weights,

@@ -211,8 +211,8 @@ def found(quote: dict[str, Any], passage_text: str) -> bool:
     """Whether a quote is in a passage's text, verbatim but for spacing and case; a group of
     labels each of its labels."""
     parts = quote.get("labels") or [quote.get("text")]
-    return all(isinstance(p, str) and p.strip() and fold(p) in fold(passage_text)
-               for p in parts)
+    folded = fold(passage_text)
+    return all(isinstance(p, str) and p.strip() and fold(p) in folded for p in parts)
 
 
 def _distinct_sections(passages: Sequence[Passage]) -> list[Passage]:

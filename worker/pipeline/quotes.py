@@ -467,8 +467,8 @@ def choose(ranked: Sequence[Candidate], passages: Sequence[Passage],
     answer a follow-up follows, which is not given again word for word while other spans
     remain; `fit`: the best similarity through the query adapter of the passages coverage
     reads)."""
-    if not answers(ranked, covered, weights, english, retrieval_confidence(passages), asked, familiar,
-                   strange, fit):
+    if not answers(ranked, covered, weights, english, retrieval_confidence(passages), asked,
+                   familiar, strange, fit):
         return []
     chosen = _pick(ranked, passages, spans, weights, english)
     earlier = _plain(said)
