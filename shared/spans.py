@@ -246,13 +246,15 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
             or (spans[-1].kind == "row" and not tail.endswith("|"))):
         spans.pop()
     quotable = [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
-    if interface and not quotable and (group := _labels(text, skip)) is not None:
+    if interface and (group := _labels(text, skip)) is not None:
         return [group]
     return quotable
 
 
 # How a "labels" span is shown: its texts, each verbatim, between these.
 LABELS_JOIN = " · "
+# A label is at most this many words.
+LABEL_WORDS = 4
 
 
 def _labels(text: str, skip: int) -> Span | None:
@@ -269,10 +271,8 @@ def _labels(text: str, skip: int) -> Span | None:
         if not line.strip():
             continue
         m = _JSON_LINE.match(line)
-        # Every line a label: a text that names a thing or is too short to quote (a
-        # sentence the chunker cut off at the piece's end is neither).
-        if m is None or "/" in m.group(1) or not (_naming_key(m.group(1))
-                                                  or not _quotable(m.group(2))):
+        # Every line a label (a sentence the chunker cut off at the piece's end is none).
+        if m is None or "/" in m.group(1) or not _label(m.group(1), m.group(2)):
             return None
         shown += len(m.group(2)) + len(LABELS_JOIN)
         if first is not None and shown > MAX_SPAN_CHARS:
@@ -282,6 +282,14 @@ def _labels(text: str, skip: int) -> Span | None:
         count += 1
     return Span(first, end, "labels", 0) if first is not None and end is not None \
         and count >= 2 else None
+
+
+def _label(key: str, value: str) -> bool:
+    """An interface text that labels a thing: a naming key, a text too short to quote, or a
+    few words with no sentence end ("Potvrdit nové heslo": Czech labels are not in Title
+    Case)."""
+    return _naming_key(key) or not _quotable(value) or (
+        len(value.split()) <= LABEL_WORDS and not value.rstrip().endswith(_ENDS))
 
 
 def label_values(text: str, span: Span) -> list[str]:

@@ -587,3 +587,15 @@ def test_an_interface_group_of_labels_alone_is_quoted_as_its_labels() -> None:
     # A label that holds the joining mark is still found as itself.
     dotted = "a: Foo ·\nb: Bar"
     assert found({"text": "Foo · · Bar", "labels": ["Foo ·", "Bar"]}, dotted)
+
+
+def test_a_czech_group_of_labels_is_quoted_as_its_labels_too() -> None:
+    """Czech labels are not in Title Case: "Potvrdit nové heslo" is a label all the same, so
+    the Czech twin of a group of labels is quoted as its labels, not as one of them."""
+    from shared.spans import label_text
+
+    group = ("title: Změnit heslo\ncurrentPassword: Současné heslo\nnewPassword: Nové heslo\n"
+             "confirmPassword: Potvrdit nové heslo\nupdate: Aktualizovat heslo")
+    spans = split_spans(group, interface=True)
+    assert [s.kind for s in spans] == ["labels"]
+    assert label_text(group, spans[0]).endswith("Potvrdit nové heslo · Aktualizovat heslo")
