@@ -263,6 +263,7 @@ def _labels(text: str, skip: int) -> Span | None:
     so that the group a question is about can still be quoted. None for any other text."""
     first = end = None
     shown = count = 0
+    fragments = titled = False
     pos = skip
     for raw in text[skip:].splitlines(keepends=True):
         a, b = pos, pos + len(raw.rstrip("\r\n"))
@@ -273,6 +274,14 @@ def _labels(text: str, skip: int) -> Span | None:
         m = _JSON_LINE.match(line)
         # Every line a label (a sentence the chunker cut off at the piece's end is none).
         if m is None or "/" in m.group(1) or not _label(m.group(1), m.group(2)):
+            return None
+        if _fragment(m.group(2)):
+            fragments = True
+        else:
+            titled = True
+        if fragments and titled:
+            # A word the app puts after a number ("5 experts") among titled labels: a card's
+            # odd texts, not a form or a menu a person reads together.
             return None
         shown += len(m.group(2)) + len(LABELS_JOIN)
         if first is not None and shown > MAX_SPAN_CHARS:
@@ -290,6 +299,12 @@ def _label(key: str, value: str) -> bool:
     Case)."""
     return _naming_key(key) or not _quotable(value) or (
         len(value.split()) <= LABEL_WORDS and not value.rstrip().endswith(_ENDS))
+
+
+def _fragment(value: str) -> bool:
+    """One lower-case word ("experts", "expertů"): a piece of a text the app puts together,
+    or, when every label of a group is one, the names of one kind of thing."""
+    return value.isalpha() and value.islower()
 
 
 def label_values(text: str, span: Span) -> list[str]:

@@ -599,3 +599,20 @@ def test_a_czech_group_of_labels_is_quoted_as_its_labels_too() -> None:
     spans = split_spans(group, interface=True)
     assert [s.kind for s in spans] == ["labels"]
     assert label_text(group, spans[0]).endswith("Potvrdit nové heslo · Aktualizovat heslo")
+
+
+def test_a_card_whose_word_follows_a_number_is_no_group_but_a_vocabulary_is() -> None:
+    """A lone lower-case word among titled labels is a fragment the app puts after a number
+    ("5 experts"): the card's "No description · Scale · experts" answered "How many experts
+    can a project have?". Labels that are all such words name one kind of thing (the
+    assistant's tools) and stay a group."""
+    for card in ("noDescription: No description\nscale: Scale\nexperts: experts",
+                 "noDescription: Bez popisu\nscale: Škála\nexperts: expertů",
+                 "experts: experts\nopinions: Expert Opinions\nresults: Results"):
+        assert [s.kind for s in split_spans(card, interface=True)] == [], card
+    tools = ("search_docs: documentation\nlist_my_projects: projects\nget_project: project\n"
+             "get_project_result: result")
+    assert [s.kind for s in split_spans(tools, interface=True)] == ["labels"]
+    # A lower-case text of more words, or one that is no plain word, is no fragment.
+    hint = "title: Unit\nunit: billion CZK\nmu: μ(x)"
+    assert [s.kind for s in split_spans(hint, interface=True)] == ["labels"]
