@@ -368,6 +368,16 @@ def tree_path(text: str, span: Span, siblings: Sequence[str] = ()) -> str:
     return "".join(n if n.endswith("/") else n + "/" for n in reversed(names[1:])) + names[0]
 
 
+# Interface sections whose texts say what happened after an action ("Member removed",
+# "Failed to remove member"): quotable one by one where a text is, never as a group of labels.
+_MESSAGE_SECTIONS = frozenset({"toast", "toasts", "error", "errors", "notifications"})
+
+
+def _messages(section: str) -> bool:
+    """An interface section of toasts or error messages."""
+    return section.rsplit(".", 1)[-1].lower() in _MESSAGE_SECTIONS
+
+
 def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[list[Span]]:
     """Each passage's spans, an overlap fragment from the previous piece of its section (a
     sibling in `pool`, the index's passages) left out."""
@@ -380,7 +390,8 @@ def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[
     for p in passages:
         pieces = siblings.get((p.source, p.section), [])
         out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces),
-                               interface=p.source.endswith(".json")))
+                               interface=p.source.endswith(".json")
+                               and not _messages(p.section)))
     return out
 
 

@@ -616,3 +616,25 @@ def test_a_card_whose_word_follows_a_number_is_no_group_but_a_vocabulary_is() ->
     # A lower-case text of more words, or one that is no plain word, is no fragment.
     hint = "title: Unit\nunit: billion CZK\nmu: μ(x)"
     assert [s.kind for s in split_spans(hint, interface=True)] == ["labels"]
+
+
+def test_a_group_of_toasts_is_no_group_of_labels() -> None:
+    """The texts of a toast or error section say what happened after an action ("Member
+    removed", "Failed to remove member"): "How do I remove a member from my project?" was
+    answered with the whole list of them. They are no group of labels to quote."""
+    from shared.passage import Passage
+    from shared.spans import passage_spans
+
+    toasts = ("memberRemoved: Member removed\nremoveMemberFailed: Failed to remove member\n"
+              "ownershipTransferred: Ownership transferred")
+    assert [s.kind for s in split_spans(toasts, interface=True)] == ["labels"]
+
+    def piece(section: str) -> Passage:
+        return Passage(f"p-{section}", "frontend/src/i18n/locales/en/projects.json", "Texts",
+                       section, "en", toasts, toasts, False)
+
+    for section in ("toast", "detail.toast", "message.errors", "error"):
+        kinds = [s.kind for s in passage_spans([piece(section)], [piece(section)])[0]]
+        # A toast that is quotable on its own still is (a question may ask what it means).
+        assert "labels" not in kinds and kinds == ["line"], section
+    assert [s.kind for s in passage_spans([piece("team")], [piece("team")])[0]] == ["labels"]
