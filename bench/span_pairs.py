@@ -12,20 +12,19 @@ writes one line per question, `ID X`, `ID Y` or `ID T` (a tie), before opening t
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import random
 from pathlib import Path
 
 from bench import quotes_eval as qe
 from bench.hedge_band import SETS
+from bench.quotes_flips import setting
 from worker.pipeline.quotes import WEIGHTS
 
 
 def pairs(change: str, out: Path, sets: str, seed: int = 7) -> int:
     """Write DIR/pairs.json (blind) and DIR/key.json; the number of pairs."""
-    alt = dataclasses.replace(WEIGHTS, **{k: float(v) for k, v in
-                                          (kv.split(":") for kv in change.split(","))})
+    alt = setting(f"alt={change}")[1]
     rng = random.Random(seed)
     shown, key = [], {}
     for name in sets.split(","):

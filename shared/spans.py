@@ -245,10 +245,9 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
              and not tail.rstrip("\"'”’»)]*_`").endswith(_ENDS))
             or (spans[-1].kind == "row" and not tail.endswith("|"))):
         spans.pop()
-    quotable = [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
     if interface and (group := _labels(text, skip)) is not None:
         return [group]
-    return quotable
+    return [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
 
 
 # How a "labels" span is shown: its texts, each verbatim, between these.

@@ -267,8 +267,8 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     query_vectors = vectors(list(questions), "query")
     terms = query_terms(questions, idf)
     aim = weights.focus if english else weights.focus_other
-    content = [t for t in terms if t not in EN_STOP and t not in CS_STOP and len(t) > 2]
-    focus = max(content, key=lambda t: terms[t]) if aim and content else None
+    focus = max((t for t in terms if t not in EN_STOP and t not in CS_STOP and len(t) > 2),
+                key=terms.__getitem__, default=None) if aim else None
     each = [query_terms([q], idf) for q in questions] \
         if not english and weights.lexical_mix_other == "max" and len(questions) > 1 else None
     mean = not english and weights.dense_mix_other == "mean"
