@@ -19,11 +19,13 @@ LABELS = {
     "en": {"lead": "Here is what the documentation says, in its own words:",
            "nearest": "The nearest sections of the documentation (ask about one):",
            "not_found": "(not found in the source)", "sources": "Sources:",
-           "weak": "(weak match)"},
+           "weak": "(weak match)", "rerank_2": "(answers the question)",
+           "rerank_1": "(related)"},
     "cs": {"lead": "Dokumentace to říká vlastními slovy:",
            "nearest": "Nejbližší oddíly dokumentace (zeptejte se na některý):",
            "not_found": "(ve zdroji nenalezeno)", "sources": "Zdroje:",
-           "weak": "(slabá shoda)"},
+           "weak": "(slabá shoda)", "rerank_2": "(odpovídá na otázku)",
+           "rerank_1": "(souvisí)"},
 }
 
 
@@ -207,7 +209,7 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
 
 def format_sources(done: dict[str, Any]) -> list[str]:
     """The source list under an answer: "Sources:", then [n] title > section (a weak match
-    said so) and its link; nothing without sources."""
+    and the optional rerank's verdict said so) and its link; nothing without sources."""
     if not done.get("sources"):
         return []
     words = labels(done)
@@ -221,6 +223,9 @@ def format_sources(done: dict[str, Any]) -> list[str]:
         out.append(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
                                                else "")
                    + (f" {words['weak']}" if s.get("weak") else "")
+                   # The optional rerank's verdict (B-15), on its own scale.
+                   + (" " + words["rerank_" + str(s["rerank"])]
+                      if s.get("rerank") in (1, 2) else "")
                    + (f"\n      {where}" if where else ""))
     return out
 

@@ -47,6 +47,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 # What runs after each finished step (the event frame reports the step that ended).
 _NEXT_PHASE = {"language": "searching the documentation", "translate": "searching the documentation",
                "rewrite": "searching the documentation", "retrieve": "waiting for the model",
+               "rerank": "waiting for the model",
                "project": "waiting for the model", "prompt": "waiting for the model"}
 
 

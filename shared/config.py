@@ -283,6 +283,12 @@ class Settings:
         "ASSISTANT_REWRITE_FOLLOWUPS", BOOL, True,
         "rewrite follow-up questions to stand alone (the quotes form: search them with the "
         "earlier questions they lean on)")
+    # Off by default: with the offline models it was measured to lose more than it finds
+    # (docs/benchmarks.md, "Optional rerank").
+    rerank: bool = setting(
+        "ASSISTANT_RERANK", BOOL, False,
+        "rerank the search's best 10 passages with the translation role (2 answers, 1 related, "
+        "0 unrelated; those scored 1 or 2 are kept, at most 5; docs/spec/behaviour.md B-15)")
     answer_form: str = setting(
         "ASSISTANT_ANSWER_FORM", WORD, "auto",
         "`auto` (`quotes` with the bundled tiny answer model, `prose` with any other), "

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 class Passage:
     """One passage of the corpus; `index_text` is what search sees, `text` what the model sees.
 
-    `score` is the fused rank score retrieval gives it (0 for a passage not ranked yet).
+    `score` is the fused rank score retrieval gives it (0 for a passage not ranked yet);
+    `rerank` the optional rerank's score (0-2; None when not reranked).
     """
 
     id: str
@@ -22,6 +23,7 @@ class Passage:
     index_text: str
     local: bool
     score: float = 0.0
+    rerank: int | None = None
 
     @property
     def content_hash(self) -> str:
@@ -29,5 +31,5 @@ class Passage:
         return hashlib.sha256(self.index_text.encode()).hexdigest()
 
 
-# The stored columns, in the order of Passage's fields (score is not stored).
+# The stored columns, in the order of Passage's fields (the scores are not stored).
 PASSAGE_COLUMNS = "id, source, title, section, lang, text, index_text, local"

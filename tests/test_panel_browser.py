@@ -533,6 +533,47 @@ def test_weak_matches_are_labelled_and_warned_on_a_scripted_socket(
 
 
 @pytest.mark.browser
+def test_the_reranks_verdict_is_shown_beside_each_source(
+        scripted_stack: Stack, panel_factory: Any) -> None:
+    """The optional rerank (B-15) scored each source: the panel says which answers the
+    question and which is related, in the panel's language; a source without a rerank score
+    wears no such badge."""
+    p = panel_factory(scripted_stack)
+    page = p.page
+    turn = "f" * 32
+
+    def on_socket(ws: Any) -> None:
+        def on_message(message: str | bytes) -> None:
+            if json.loads(message)["type"] != "ask":
+                return
+            sources = [{"n": n, "title": f"Page {n}", "section": f"Page {n} > Part",
+                        "excerpt": "Text.", "score": 0.9, "source": f"docs/{n}.md",
+                        "local": False, "url": None, "weak": False, **extra}
+                       for n, extra in ((1, {"rerank": 2}), (2, {"rerank": 1}), (3, {}))]
+            for seq, f in enumerate(({"type": "accepted"},
+                                     {"type": "token", "text": "Hybrid [1][2][3]."},
+                                     {"type": "done", "answer": "Hybrid [1][2][3].",
+                                      "sources": sources, "checks": {
+                                          "citations": {"valid": True, "cited": [1, 2, 3],
+                                                        "invalid": []}},
+                                      "usage": {}, "timing": {"total_ms": 5.0}, "index": "v1",
+                                      "language": "en"})):
+                ws.send(json.dumps({"turn": turn, "seq": seq, **f}))
+
+        ws.on_message(on_message)
+
+    page.route_web_socket(re.compile(r".*/api/v1/assistant/ws.*"), on_socket)
+    p.ask("How does the search work?")
+    p.wait_done()
+    rows = page.locator(f"{LAST_TURN} .ba-source summary")
+    assert rows.count() == 3
+    assert "answers the question" in rows.nth(0).inner_text()
+    assert "related" in rows.nth(1).inner_text()
+    assert rows.nth(2).locator(".ba-badge").count() == 0
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_language_defaults_to_the_browsers(scripted_stack: Stack, panel_factory: Any) -> None:
     cs = panel_factory(scripted_stack, locale="cs-CZ")
     assert cs.page.inner_text("#ba-ask") == "Zeptat se"

@@ -676,7 +676,12 @@
         if (s.weak === true) summary.append(document.createTextNode(" "),
                                             el("span", "ba-badge ba-badge-weak",
                                                this.t("sources.weak")));
-        // No score: a rank-fusion score is not a relevance people could read.
+        // The optional rerank's verdict (B-15), on its own scale: a model's 2 or 1.
+        if (s.rerank === 2 || s.rerank === 1) {
+          summary.append(document.createTextNode(" "),
+                         el("span", "ba-badge", this.t("sources.rerank" + s.rerank)));
+        }
+        // No fused score: a rank-fusion score is not a relevance people could read.
         const body = el("div", "ba-excerpt");
         body.appendChild(this.excerpt(s.excerpt));
         const url = typeof s.url === "string" && /^https:\/\//.test(s.url) ? s.url : null;

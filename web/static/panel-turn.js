@@ -12,7 +12,8 @@
   const CANCELLED = 499;
   // What the status line says after each finished step: the step that runs next.
   const NEXT_STATUS = {language: "status.searching", rewrite: "status.searching",
-    translate: "status.searching", retrieve: "status.model", project: "status.model",
+    translate: "status.searching", retrieve: "status.model", rerank: "status.model",
+    project: "status.model",
     prompt: "status.model", tool: "status.model", plan: "status.model"};
 
   // The changes accept() and the other steps report, in the order they happened:

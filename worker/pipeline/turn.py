@@ -1,5 +1,6 @@
 """One answer turn, steps in a fixed order (docs/spec/behaviour.md B-3): language -> rewrite ->
-translate -> retrieve -> project context -> prompt -> generate (streamed) -> checks -> done.
+translate -> retrieve -> (optional) rerank -> project context -> prompt -> generate (streamed)
+-> checks -> done.
 
 A bug in any step (an exception that is no AssistantError) ends the turn at once with one
 plain error frame, logged with the turn id, the step and the exception's type, never its text;
@@ -43,6 +44,7 @@ from worker.pipeline.generate import Cancelled, stream_answer
 from worker.pipeline.markers import MarkerStripper, strip_markers
 from worker.pipeline.prompt import build_messages, trim_history
 from worker.pipeline.quote_turn import QUOTE_PASSAGES, write_quotes
+from worker.pipeline.rerank import CANDIDATES, rerank
 from worker.pipeline.retrieve import RetrievalConfig, retrieve
 from worker.pipeline.rewrite import (
     carry_followup,
@@ -87,7 +89,9 @@ def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
                     "score": p.score, "source": p.source, "local": p.local,
                     "url": link_for(manifest, p),
                     # A match too weak to be support: shown labelled, never as a plain source.
-                    "weak": is_weak(p.score, language, mode)})
+                    "weak": is_weak(p.score, language, mode),
+                    # The optional rerank's score (B-15): 2 answers, 1 related; its own scale.
+                    **({"rerank": p.rerank} if p.rerank is not None else {})})
     return out
 
 
@@ -161,9 +165,15 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         config = RetrievalConfig.from_settings(s)
         if quotes:
             config = dataclasses.replace(config, top_k=max(config.top_k, QUOTE_PASSAGES))
+        top_k = config.top_k
+        if s.rerank:
+            config = dataclasses.replace(config, top_k=max(top_k, CANDIDATES))
         retrieval = deps.search(conn, s, search, original=query, config=config, language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
+    if s.rerank and retrieval.passages:
+        retrieval = _rerank(s, emit, trace, query, retrieval, top_k)
+        _check_time(first_token_deadline, deps)
     trace.source_ids = [p.id for p in retrieval.passages]
     trace.models["embeddings"] = s.embeddings.model
     if s.effective_answer_form != "quotes":
@@ -179,6 +189,22 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
             d["read_ms"] = req.project.read_ms
     _finish(req, deps, emit, trace, lang, retrieval, req.project, first_token_deadline,
             {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})}, query)
+
+
+def _rerank(s: Settings, emit: TurnEmitter, trace: Trace, question: str,
+            retrieval: Retrieval, top_k: int) -> Retrieval:
+    """The optional rerank step (B-15): the passages the translation role scores related or
+    better; when it fails, the search's own first `top_k` (the rerank only helps)."""
+    with emit.step("rerank") as d:
+        d["candidates"] = min(len(retrieval.passages), CANDIDATES)
+        try:
+            kept = rerank(s.translation, question, retrieval.passages)
+        except ModelError:
+            d["fallback"] = "search order"
+            return dataclasses.replace(retrieval, passages=retrieval.passages[:top_k])
+        trace.models["rerank"] = s.translation.model
+        d["kept"] = len(kept)
+        return dataclasses.replace(retrieval, passages=kept)
 
 
 def _finish(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace, lang: str,
