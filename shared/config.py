@@ -283,8 +283,9 @@ class Settings:
         "ASSISTANT_REWRITE_FOLLOWUPS", BOOL, True,
         "rewrite follow-up questions to stand alone (the quotes form: search them with the "
         "earlier questions they lean on)")
-    # Off by default: with the offline models it was measured to lose more than it finds
-    # (docs/benchmarks.md, "Optional rerank").
+    # Off by default: the bundled 135M model's replies could not be read for 165 of 167
+    # questions, at about 9 s each (docs/benchmarks.md, "Optional rerank"); a capable
+    # translation role is what it is for.
     rerank: bool = setting(
         "ASSISTANT_RERANK", BOOL, False,
         "rerank the search's best 10 passages with the translation role (2 answers, 1 related, "
