@@ -4,6 +4,7 @@ the former test_echo_turns), which keep the relay, resume, limits and faults bet
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests import harness
@@ -167,3 +168,19 @@ def test_a_stream_that_ends_without_a_finish_is_no_answer() -> None:
     r = harness.turn("How does the search work?",
                      model=harness.ScriptedModel(chunks=["half ", "an answer"], die_after=1))
     assert r.last["type"] == "error" and r.log.of("token")[0]["text"] == "half "
+
+
+def test_sources_off_sends_no_source_in_the_structured_block() -> None:
+    """B-30: with sources off the done frame names no source anywhere: the structured block's
+    source list is empty and its quotes carry their text and verdict, no number or path."""
+    answer = ('{"outcome": "answer", "answer": "It is hybrid [1].", "quotes": '
+              '[{"n": 1, "text": "BM25 ranks the words"}], '
+              '"sources": ["docs/how-it-works.md"], "clarifying_question": null}')
+    r = harness.turn("How does the search work?", chunks=[answer], answer_form="structured",
+                     show_sources=False)
+    form = r.done["structured"]
+    assert r.done["sources"] == [] and form["sources"] == []
+    assert form["quotes"] == [{"text": "BM25 ranks the words", "found": True}]
+    assert "how-it-works" not in json.dumps(r.done)
+    on = harness.turn("How does the search work?", chunks=[answer], answer_form="structured")
+    assert on.done["structured"]["quotes"][0]["n"] == 1 and on.done["structured"]["sources"]

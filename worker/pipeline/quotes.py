@@ -171,6 +171,11 @@ class Weights:
     # quotes better in 10 and worse in 20 (docs/benchmarks.md, "Quotes judged blind").
     focus: float = 0.0
     focus_other: float = 0.0
+    # Subtracted from a span that is itself a question ("Are you sure you want to delete your
+    # account?"), an FAQ question aside (it gives way to its answer): a question asked back is
+    # no answer, though its words match the asker's best.
+    asks: float = 0.0
+    asks_other: float = 0.0
 
     def without_question_views(self) -> Weights:
         """These weights where no question view can be read: each language's decision reads
@@ -267,6 +272,7 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
     query_vectors = vectors(list(questions), "query")
     terms = query_terms(questions, idf)
     aim = weights.focus if english else weights.focus_other
+    asking = weights.asks if english else weights.asks_other
     focus = max((t for t in terms if t not in EN_STOP and t not in CS_STOP and len(t) > 2),
                 key=terms.__getitem__, default=None) if aim else None
     each = [query_terms([q], idf) for q in questions] \
@@ -300,6 +306,9 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
             shape -= weights.czech_span
         if focus is not None and focus in tokenize(text, split=True):
             shape += aim
+        if asking and text.rstrip(" *_\"”“").endswith("?") \
+                and not span.key.endswith("question"):
+            shape -= asking
         bonus = prior / (n + 1) + fused * passages[n].score + shape
         if meaning is not None:
             bonus += whole * meaning[n]

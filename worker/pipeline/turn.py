@@ -288,6 +288,8 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         checks = {name: unavailable() for name in ALWAYS_CHECKS}
     trace.checks = checks
     checks = {k: {kk: vv for kk, vv in v.items() if kk != "recorded"} for k, v in checks.items()}
+    if not s.show_sources:
+        form = _sourceless(form)
     trace.outcome = "done"
     shown = answer.text if s.show_sources else strip_markers(answer.text)
     if s.trace_text:
@@ -313,6 +315,29 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
         **form,
         **extra,
     ))
+
+
+# What names a source in a structured block's quote (B-30: sources off); a nearest section
+# keeps its title and heading, which the "I don't know" itself offers to ask about.
+QUOTE_SOURCE_KEYS = frozenset({"n", "source", "section", "url"})
+NEAREST_SOURCE_KEYS = frozenset({"n", "source", "url"})
+
+
+def _sourceless(form: dict[str, Any]) -> dict[str, Any]:
+    """The form's structured block naming no source: an empty source list, its quotes and
+    nearest sections without their numbers and paths (docs/spec/behaviour.md B-30)."""
+    block = form.get("structured")
+    if not block:
+        return form
+
+    def bare(items: Any, keys: frozenset[str]) -> list[Any]:
+        return [{k: v for k, v in x.items() if k not in keys} if isinstance(x, dict) else x
+                for x in items or []]
+
+    return {**form, "structured": {
+        **block, "sources": [], "quotes": bare(block.get("quotes"), QUOTE_SOURCE_KEYS),
+        **({"nearest": bare(block["nearest"], NEAREST_SOURCE_KEYS)} if "nearest" in block
+           else {})}}
 
 
 @dataclass(frozen=True)
