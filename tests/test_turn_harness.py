@@ -184,3 +184,16 @@ def test_sources_off_sends_no_source_in_the_structured_block() -> None:
     assert "how-it-works" not in json.dumps(r.done)
     on = harness.turn("How does the search work?", chunks=[answer], answer_form="structured")
     assert on.done["structured"]["quotes"][0]["n"] == 1 and on.done["structured"]["sources"]
+
+
+def test_a_stream_cut_after_the_first_token_keeps_its_partial_answer_in_the_trace() -> None:
+    """B-5: after the first token a failure ends the stream with one error, and the partial
+    answer is not lost from the trace (its text with text traces on, its length always)."""
+    model = harness.ScriptedModel(chunks=["half ", "an answer"], die_after=1)
+    r = harness.turn("How does the search work?", model=model, trace_text=True)
+    assert r.last["type"] == "error"
+    assert r.trace.answer == "half " and r.trace.message == "How does the search work?"
+    assert r.trace.partial_answer_chars == 5
+    quiet = harness.turn("How does the search work?",
+                         model=harness.ScriptedModel(chunks=["half ", "an answer"], die_after=1))
+    assert quiet.trace.answer is None and quiet.trace.partial_answer_chars == 5

@@ -381,7 +381,11 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
                                 else None)
             d["model"] = gen.model
     finally:
+        # Kept even when the stream fails after its first token (B-5): its length always,
+        # its text only where text traces are on (the done frame's path overwrites both).
         trace.partial_answer_chars = sum(len(p) for p in parts)
+        if s.trace_text and parts:
+            trace.message, trace.answer = req.message, "".join(shown)
     if stripper:
         rest = stripper.flush()
         if rest:
