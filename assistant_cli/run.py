@@ -17,7 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 from assistant_cli import stack
 from assistant_cli.answer_model import ServedModel, banner, served_model
 from assistant_cli.gguf import GGUFError
-from corpus_jobs.build import build_index
+from corpus_jobs.build import locked_build
 from corpus_jobs.manifest import load_manifest, root_available
 from shared.celery_config import QUEUES
 from shared.config import (
@@ -221,13 +221,28 @@ def answer_form(settings: Settings) -> str:
     return settings.effective_answer_form
 
 
+BUILD_WAIT_S = 1800.0  # a first build on a slow machine embeds for minutes
+BUILD_POLL_S = 5.0
+
+
 def build_default_index(settings: Settings) -> None:
     """Build the configured index if it changed (a no-op otherwise)."""
     def progress(done: int, total: int) -> None:
         print(f"\r  embedding passages {done}/{total}", end="", file=sys.stderr, flush=True)
 
     started = time.monotonic()
-    report = build_index(settings, load_manifest(settings.corpus_manifest), progress=progress)
+    # Under the lock the CLI and beat share (B-10): a build they run waits, or this waits for
+    # theirs and then finds the index current.
+    report = locked_build(settings, load_manifest(settings.corpus_manifest), progress=progress)
+    if report is None:
+        print("  another index build is running; waiting for it", file=sys.stderr)
+    while report is None:
+        if time.monotonic() - started > BUILD_WAIT_S:
+            raise RuntimeError(f"another index build still holds the lock after "
+                               f"{BUILD_WAIT_S:.0f} s")
+        time.sleep(BUILD_POLL_S)
+        report = locked_build(settings, load_manifest(settings.corpus_manifest),
+                              progress=progress)
     shipped = (f" ({report.vectors_from_file} vectors from the corpus's vectors file)"
                if report.vectors_from_file else "")
     # The whole build, span vectors included (the report's seconds end at the swap).

@@ -229,3 +229,30 @@ def test_worker_rebuilds_bm25_once_per_new_index_version(build_env: tuple[Settin
         b = lexical_index(conn, v2)
         assert b is not a and b.version == v2
         assert b.top("zebra", 3)[0][0] in b.by_id
+
+
+def test_run_waits_for_a_build_that_holds_the_lock(
+        build_env: tuple[Settings, Path], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """B-10: `run`'s start-up build takes the lock the CLI and beat share: while another
+    build holds it, run waits, then builds."""
+    import threading
+    import time
+
+    from assistant_cli import run
+    from shared import keys
+    from shared.redis_client import redis_client
+
+    s, root = build_env
+    s = dataclasses.replace(s, corpus_manifest=str(root / "m.toml"))
+    monkeypatch.setattr(run, "BUILD_POLL_S", 0.1)
+    lock = redis_client(s).lock(keys.CORPUS_REBUILD_LOCK, timeout=30, thread_local=False)
+    assert lock.acquire(blocking=False)
+    threading.Timer(1.0, lock.release).start()
+    started = time.monotonic()
+    run.build_default_index(s)
+    assert time.monotonic() - started >= 0.9, "it did not wait for the lock"
+    err = capsys.readouterr()
+    assert "another index build is running" in err.err and "built" in err.out
+    with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM passages").fetchone() == (3,)
