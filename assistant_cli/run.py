@@ -238,7 +238,7 @@ def build_default_index(settings: Settings) -> None:
         print("  another index build is running; waiting for it", file=sys.stderr)
     while report is None:
         if time.monotonic() - started > BUILD_WAIT_S:
-            raise RuntimeError(f"another index build still holds the lock after "
+            raise stack.StackError(f"another index build still holds the lock after "
                                f"{BUILD_WAIT_S:.0f} s")
         time.sleep(BUILD_POLL_S)
         report = locked_build(settings, load_manifest(settings.corpus_manifest),
