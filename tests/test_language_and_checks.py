@@ -95,6 +95,15 @@ def test_history_is_trimmed_and_answers_lose_markers() -> None:
     assert all("[1]" in m.content for m in kept if m.role == "user")
 
 
+def test_earlier_answers_lose_every_form_of_marker_the_citation_check_reads() -> None:
+    """B-19: "[1, 2]", "[Source 1]", "[Zdroj 2]" are markers as much as "[1]"; an interval
+    [0, 1] of the text stays."""
+    said = "Hybrid [1, 2]. See [Source 1] and [Zdroj 2]; the scale is [0, 1] wide [3]."
+    kept = trim_history((Message("user", "q [1]"), Message("assistant", said)))
+    assert kept[1].content.split() == "Hybrid . See and ; the scale is [0, 1] wide .".split()
+    assert kept[0].content == "q [1]"
+
+
 def test_prompt_numbers_passages_and_adds_language_line_only_when_sure() -> None:
     r = Retrieval((Passage("p1", "docs/a.md", "A", "# A", "en", "alpha text", "", False, 0.1),
                    Passage("p2", "docs/b.md", "B", "# B", "en", "beta text", "", False, 0.1)),

@@ -8,9 +8,8 @@ from importlib import resources
 
 from shared.history import HISTORY_MESSAGES, bound_history
 from shared.turn_request import Message
+from worker.pipeline.markers import strip_markers
 from worker.pipeline.types import Retrieval
-
-MARKER = re.compile(r"\s?\[\d+\]")
 
 
 @lru_cache(maxsize=8)
@@ -30,8 +29,8 @@ def language_line(lang: str) -> str:
 
 def trim_history(history: tuple[Message, ...]) -> list[Message]:
     """Last 20 messages within ~6,000 characters (shared.history.bound_history), oldest dropped
-    first; answers lose [n]."""
-    recent = [Message(m.role, MARKER.sub("", m.content) if m.role == "assistant" else m.content)
+    first; answers lose their [n] in every form the citation check reads (markers.py)."""
+    recent = [Message(m.role, strip_markers(m.content) if m.role == "assistant" else m.content)
               for m in history[-HISTORY_MESSAGES:] if m.role in ("user", "assistant")]
     return bound_history(recent)
 
