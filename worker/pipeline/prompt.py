@@ -27,10 +27,22 @@ def language_line(lang: str) -> str:
     return ""
 
 
+# The spaces a removed marker leaves: before punctuation, doubled, at a line's end.
+_BEFORE_STOP = re.compile(r"[ \t]+(?=[.,;:!?)])")
+_DOUBLED = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
+_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+
+
+def _unmarked(text: str) -> str:
+    """An earlier answer without its markers, no space left where one was."""
+    text = _BEFORE_STOP.sub("", strip_markers(text))
+    return _TRAILING.sub("", _DOUBLED.sub(" ", text))
+
+
 def trim_history(history: tuple[Message, ...]) -> list[Message]:
     """Last 20 messages within ~6,000 characters (shared.history.bound_history), oldest dropped
     first; answers lose their [n] in every form the citation check reads (markers.py)."""
-    recent = [Message(m.role, strip_markers(m.content) if m.role == "assistant" else m.content)
+    recent = [Message(m.role, _unmarked(m.content) if m.role == "assistant" else m.content)
               for m in history[-HISTORY_MESSAGES:] if m.role in ("user", "assistant")]
     return bound_history(recent)
 
