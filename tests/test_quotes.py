@@ -638,3 +638,24 @@ def test_a_group_of_toasts_is_no_group_of_labels() -> None:
         # A toast that is quotable on its own still is (a question may ask what it means).
         assert "labels" not in kinds and kinds == ["line"], section
     assert [s.kind for s in passage_spans([piece("team")], [piece("team")])[0]] == ["labels"]
+
+
+def test_an_interface_text_that_asks_back_is_no_first_quote() -> None:
+    """"Can I delete my account?" was quoted the confirmation dialog's "Are you sure you want
+    to delete your account?": a question asked back matches the asker's words best and answers
+    nothing. The dialog's statement is quoted first; a page's own question stays as it was."""
+    dialog = ("description: Are you sure you want to delete the median of your account?\n"
+              "warning: Once you delete the median of your account, it is gone for good.")
+    passages = [_p("a", dialog, "deleteModal", source="frontend/src/i18n/locales/en/profile.json")]
+    ranked, _ = _rank("Can I delete the median of my account?", passages)
+    assert ranked[0].text.startswith("Once you delete")
+    plain, _ = _rank("Can I delete the median of my account?", passages,
+                     dataclasses.replace(Weights(), asks=0.0))
+    assert plain[0].text.startswith("Are you sure"), "without the penalty, the dialog"
+    page = "Why the median of your account? The median of your account and all experts stay."
+    md = [_p("b", page, "# Doc > ## Median", source="docs/a.md")]
+    asked, _ = _rank("Can I delete the median of my account?", md)
+    unasked, _ = _rank("Can I delete the median of my account?", md,
+                       dataclasses.replace(Weights(), asks=0.0))
+    assert asked[0].text.endswith("?") and [c.score for c in asked] == [
+        c.score for c in unasked], "a page's question is not penalised"
