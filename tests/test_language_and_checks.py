@@ -129,3 +129,13 @@ def test_the_letter_table_is_the_one_its_script_makes() -> None:
     done = subprocess.run([sys.executable, "-m", "bench.language_table", "--check"], cwd=repo,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_answer_rules_ask_for_the_questions_language_whatever_it_is() -> None:
+    """B-22: the instructions ask for the question's language even where the server adds no
+    line naming it (B-23: a German or Slovak question)."""
+    r = Retrieval((Passage("p1", "docs/a.md", "A", "# A", "en", "alpha text", "", False, 0.1),),
+                  "v1", "Wie funktioniert die Suche?")
+    messages = build_messages("Wie funktioniert die Suche?", (), r, "unknown")
+    assert "Answer in the language the question is written in." in messages[0]["content"]
+    assert "Answer in Czech." not in str(messages) and "Answer in English." not in str(messages)
