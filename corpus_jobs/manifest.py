@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import re
 import tomllib
@@ -12,6 +13,11 @@ from urllib.parse import quote
 
 from corpus_jobs.loaders import LOCAL_SUFFIXES
 from shared.errors import ConfigError
+
+log = logging.getLogger(__name__)
+# Pictures a local folder may hold beside the published works: no text layer to index.
+PICTURES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".tif",
+                      ".tiff", ".heic", ".ico"})
 
 
 @dataclass(frozen=True)
@@ -43,11 +49,23 @@ class Manifest:
         return sorted(kept, key=self.rel)
 
     def local_files(self) -> list[Path]:
-        """Files of the local layer (published works not in git), if configured."""
+        """Files of the local layer (published works not in git), if configured; a picture
+        or a file no loader reads is skipped with a warning (docs/spec/behaviour.md B-6)."""
         if self.local_dir is None or not self.local_dir.is_dir():
             return []
-        return sorted(p for p in self.local_dir.rglob("*")
-                      if p.is_file() and p.suffix.lower() in LOCAL_SUFFIXES)
+        kept = []
+        for p in sorted(self.local_dir.rglob("*")):
+            if not p.is_file():
+                continue
+            suffix = p.suffix.lower()
+            if suffix in LOCAL_SUFFIXES:
+                kept.append(p)
+                continue
+            rel = p.relative_to(self.local_dir.parent).as_posix()
+            why = "a picture, no text to index" if suffix in PICTURES \
+                else f"no loader for {suffix or 'a file without a suffix'}"
+            log.warning("skipped %s: %s", rel, why)
+        return kept
 
     def rel(self, path: Path) -> str:
         """A public file's path relative to the corpus root, with forward slashes."""

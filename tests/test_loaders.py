@@ -119,3 +119,16 @@ def test_a_new_loader_changes_the_content_hash(tmp_path: Path,
     assert load_pieces(manifest)[1] == before
     monkeypatch.setattr(loaders, "LOADERS", {**LOADERS, ".rst": LOADERS[".txt"]})
     assert load_pieces(manifest)[1] != before
+
+
+def test_pictures_and_unknown_files_of_the_local_layer_are_skipped_with_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """B-6: files without a usable text layer and pictures are skipped with a warning."""
+    manifest = _corpus(tmp_path)
+    (tmp_path / "local" / "figure.PNG").write_bytes(b"\x89PNG\r\n")
+    (tmp_path / "local" / "notes.docx").write_bytes(b"PK")
+    with caplog.at_level("WARNING"):
+        files = load_manifest(manifest).local_files()
+    assert [p.name for p in files] == ["paper.htm"]
+    assert "skipped local/figure.PNG: a picture, no text to index" in caplog.text
+    assert "skipped local/notes.docx: no loader for .docx" in caplog.text
