@@ -5,6 +5,7 @@ failed rerank leaves the search's order."""
 from __future__ import annotations
 
 import dataclasses
+from contextlib import nullcontext
 
 import pytest
 
@@ -146,3 +147,25 @@ def test_a_turn_over_the_real_index_reads_what_the_rerank_kept(
     assert all((q["source"], q["section"]) in kept for q in done["structured"]["quotes"])
     assert all(src.get("rerank") in (1, 2) for src in done["sources"])
     assert all(c["valid"] is True for c in done["checks"].values()), done["checks"]
+
+
+def test_hybrid_modes_search_up_front_is_reranked_too() -> None:
+    """Hybrid runs the workflow's retrieval before the tools: the rerank is one of its steps."""
+    model = _model("1: 0\n2: 0\n3: 2\n4: 0\n5: 0\n6: 0")
+    req = dataclasses.replace(harness.request("How does the search work?"), mode="hybrid")
+    log = harness.ListLog(req.turn)
+    trace = Trace(turn=req.turn, user_hash=req.user)
+
+    def search(conn: object, s: Settings, query: str, **kw: object) -> harness.Retrieval:
+        config = kw.get("config")
+        top_k = config.top_k if isinstance(config, RetrievalConfig) else s.top_k
+        return harness.Retrieval(SIX[:top_k], harness.INDEX, query)
+
+    deps = TurnDeps(harness.settings(rerank=True, answer_tools="on", assistant_mode="hybrid"),
+                    lambda: nullcontext(), search=search)  # type: ignore[arg-type,return-value]
+    with harness.routed(model):
+        run_turn(req, deps, TurnEmitter(log), trace)
+    assert log.frames[-1]["type"] == "done", log.frames[-1]
+    steps = [f["step"] for f in log.of("event")]
+    assert steps.index("retrieve") < steps.index("rerank")
+    assert trace.models.get("rerank") == "scripted" and _rerank_calls(model)

@@ -406,9 +406,16 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
     _check_time(first_token_deadline, deps)
     if mode == "hybrid":
         with emit.step("retrieve") as d, deps.connect() as conn:
-            seed = deps.search(conn, s, search, original=query, language=lang)
+            config = RetrievalConfig.from_settings(s)
+            top_k = config.top_k
+            if s.rerank:
+                config = dataclasses.replace(config, top_k=max(top_k, CANDIDATES))
+            seed = deps.search(conn, s, search, original=query, config=config, language=lang)
             d["passages"] = len(seed.passages)
             d["index"] = seed.index_version
+        if s.rerank and seed.passages:
+            # The workflow's steps up front, the optional rerank among them.
+            seed = _rerank(s, emit, trace, query, seed, top_k)
         summary = hybrid_summary(req)
         if summary is not None:
             with emit.step("project") as d:
