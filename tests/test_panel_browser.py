@@ -8,7 +8,7 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -486,32 +486,24 @@ def test_a_repeated_answer_and_a_prompt_echo_are_warned_in_english_and_czech(
     assert not p.errors and not cs.errors
 
 
-@pytest.mark.browser
-def test_weak_matches_are_labelled_and_warned_on_a_scripted_socket(
-        scripted_stack: Stack, panel_factory: Any) -> None:
-    """A done frame whose every source is a weak match: each wears the badge, and the
-    warning says the documentation has no close match (one close match: no warning)."""
-    p = panel_factory(scripted_stack)
-    page = p.page
-    turn = "e" * 32
-    weak = [True, True]
-
+def _answer_with_sources(page: Any, turn: str, answer: str,
+                         sources: Callable[[], list[dict[str, Any]]]) -> None:
+    """The panel's socket answers every ask with `answer` and the sources `sources()` gives
+    then (each a source frame entry's own fields over a plain page's)."""
     def on_socket(ws: Any) -> None:
         def on_message(message: str | bytes) -> None:
             if json.loads(message)["type"] != "ask":
                 return
-            sources = [{"n": n, "title": f"Page {n}", "section": f"Page {n} > Part",
-                        "excerpt": "Text.", "score": 0.5, "source": f"docs/{n}.md",
-                        "local": False, "url": None, "weak": w}
-                       for n, w in enumerate(weak, start=1)]
-            for seq, f in enumerate(({"type": "accepted"},
-                                     {"type": "token", "text": "Not in the documentation."},
-                                     {"type": "done", "answer": "Not in the documentation.",
-                                      "sources": sources, "checks": {
-                                          "citations": {"valid": True, "cited": [],
-                                                        "invalid": []},
-                                          "numbers": {"valid": True, "unconfirmed": [],
-                                                      "checked": 0}},
+            listed = [{"n": n, "title": f"Page {n}", "section": f"Page {n} > Part",
+                       "excerpt": "Text.", "score": 0.5, "source": f"docs/{n}.md",
+                       "local": False, "url": None, "weak": False, **extra}
+                      for n, extra in enumerate(sources(), start=1)]
+            for seq, f in enumerate(({"type": "accepted"}, {"type": "token", "text": answer},
+                                     {"type": "done", "answer": answer, "sources": listed,
+                                      "checks": {"citations": {"valid": True, "cited": [],
+                                                               "invalid": []},
+                                                 "numbers": {"valid": True, "unconfirmed": [],
+                                                             "checked": 0}},
                                       "usage": {}, "timing": {"total_ms": 5.0}, "index": "v1",
                                       "language": "en"})):
                 ws.send(json.dumps({"turn": turn, "seq": seq, **f}))
@@ -519,6 +511,18 @@ def test_weak_matches_are_labelled_and_warned_on_a_scripted_socket(
         ws.on_message(on_message)
 
     page.route_web_socket(re.compile(r".*/api/v1/assistant/ws.*"), on_socket)
+
+
+@pytest.mark.browser
+def test_weak_matches_are_labelled_and_warned_on_a_scripted_socket(
+        scripted_stack: Stack, panel_factory: Any) -> None:
+    """A done frame whose every source is a weak match: each wears the badge, and the
+    warning says the documentation has no close match (one close match: no warning)."""
+    p = panel_factory(scripted_stack)
+    page = p.page
+    weak = [True, True]
+    _answer_with_sources(page, "e" * 32, "Not in the documentation.",
+                         lambda: [{"weak": w} for w in weak])
     p.ask("What is the capital of France?")
     p.wait_done()
     badges = page.locator(f"{LAST_TURN} .ba-badge-weak")
@@ -540,29 +544,8 @@ def test_the_reranks_verdict_is_shown_beside_each_source(
     wears no such badge."""
     p = panel_factory(scripted_stack)
     page = p.page
-    turn = "f" * 32
-
-    def on_socket(ws: Any) -> None:
-        def on_message(message: str | bytes) -> None:
-            if json.loads(message)["type"] != "ask":
-                return
-            sources = [{"n": n, "title": f"Page {n}", "section": f"Page {n} > Part",
-                        "excerpt": "Text.", "score": 0.9, "source": f"docs/{n}.md",
-                        "local": False, "url": None, "weak": False, **extra}
-                       for n, extra in ((1, {"rerank": 2}), (2, {"rerank": 1}), (3, {}))]
-            for seq, f in enumerate(({"type": "accepted"},
-                                     {"type": "token", "text": "Hybrid [1][2][3]."},
-                                     {"type": "done", "answer": "Hybrid [1][2][3].",
-                                      "sources": sources, "checks": {
-                                          "citations": {"valid": True, "cited": [1, 2, 3],
-                                                        "invalid": []}},
-                                      "usage": {}, "timing": {"total_ms": 5.0}, "index": "v1",
-                                      "language": "en"})):
-                ws.send(json.dumps({"turn": turn, "seq": seq, **f}))
-
-        ws.on_message(on_message)
-
-    page.route_web_socket(re.compile(r".*/api/v1/assistant/ws.*"), on_socket)
+    _answer_with_sources(page, "f" * 32, "Hybrid.",
+                         lambda: [{"rerank": 2}, {"rerank": 1}, {}])
     p.ask("How does the search work?")
     p.wait_done()
     rows = page.locator(f"{LAST_TURN} .ba-source summary")
