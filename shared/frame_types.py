@@ -85,8 +85,8 @@ class Done:
 
     answer: str = _meaning("the answer's whole text (markers stripped when sources are off)")
     sources: list[dict[str, Any]] = _meaning(
-        "the passages [n] points at: n, title, section, excerpt, score, source, local, url, "
-        "weak, and rerank (2 answers, 1 related) when the optional rerank ran (empty when "
+        "the passages [n] points at: n, title, section, excerpt, score, strategy (the search "
+        "mode that gave the score), source, local, url, weak, and rerank (2 answers, 1 related) when the optional rerank ran (empty when "
         "sources are off)")
     checks: dict[str, dict[str, Any]] = _meaning(
         "one block per check that ran (below), each with `valid`")

@@ -496,7 +496,8 @@ def _answer_with_sources(page: Any, turn: str, answer: str,
                 return
             listed = [{"n": n, "title": f"Page {n}", "section": f"Page {n} > Part",
                        "excerpt": "Text.", "score": 0.5, "source": f"docs/{n}.md",
-                       "local": False, "url": None, "weak": False, **extra}
+                       "local": False, "url": None, "weak": False, "strategy": "hybrid",
+                       **extra}
                       for n, extra in enumerate(sources(), start=1)]
             for seq, f in enumerate(({"type": "accepted"}, {"type": "token", "text": answer},
                                      {"type": "done", "answer": answer, "sources": listed,
@@ -553,6 +554,10 @@ def test_the_reranks_verdict_is_shown_beside_each_source(
     assert "answers the question" in rows.nth(0).inner_text()
     assert "related" in rows.nth(1).inner_text()
     assert rows.nth(2).locator(".ba-badge").count() == 0
+    # The search's score, inside the details, says what kind of score it is (B-15).
+    rows.nth(0).click()
+    score = page.locator(f"{LAST_TURN} .ba-source .ba-score").first
+    assert score.inner_text().startswith("Search score 0.50 (rank fusion")
     assert not p.errors
 
 

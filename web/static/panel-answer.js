@@ -681,9 +681,14 @@
           summary.append(document.createTextNode(" "),
                          el("span", "ba-badge", this.t("sources.rerank" + s.rerank)));
         }
-        // No fused score: a rank-fusion score is not a relevance people could read.
         const body = el("div", "ba-excerpt");
         body.appendChild(this.excerpt(s.excerpt));
+        // The search's score inside the details, with what kind of score it is (B-15): a
+        // rank fusion's, a cosine's or BM25's are not comparable with one another.
+        if (typeof s.score === "number" && ["hybrid", "dense", "bm25"].includes(s.strategy)) {
+          body.appendChild(el("p", "ba-score", this.t("sources.score." + s.strategy,
+                                                      {score: s.score.toFixed(2)})));
+        }
         const url = typeof s.url === "string" && /^https:\/\//.test(s.url) ? s.url : null;
         if (url) {
           const p = el("p", "ba-path");

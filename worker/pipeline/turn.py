@@ -87,6 +87,9 @@ def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
         # original at the passage's lines where the host has line anchors.
         out.append({"n": n, **presented(manifest, p, language), "excerpt": excerpt,
                     "score": p.score, "source": p.source, "local": p.local,
+                    # Which search gave the score (B-15: scores of two strategies differ in
+                    # kind and are not compared).
+                    "strategy": mode,
                     "url": link_for(manifest, p),
                     # A match too weak to be support: shown labelled, never as a plain source.
                     "weak": is_weak(p.score, language, mode),
