@@ -16,6 +16,7 @@ from shared.errors import ModelError
 from shared.traces import Trace
 from tests import harness
 from tests.conftest import set_script
+from tests.scripted_llm import DEFAULT_SCRIPT
 from worker.emit import TurnEmitter
 from worker.pipeline.rerank import CANDIDATES, KEEP, parse_scores, rerank_prompt, reranked
 from worker.pipeline.retrieve import RetrievalConfig, retrieve
@@ -138,7 +139,10 @@ def test_a_turn_over_the_real_index_reads_what_the_rerank_kept(
     req = harness.request(question)
     log = harness.ListLog(req.turn)
     trace = Trace(turn=req.turn, user_hash=req.user)
-    run_turn(req, TurnDeps(s, connect), TurnEmitter(log), trace)
+    try:
+        run_turn(req, TurnDeps(s, connect), TurnEmitter(log), trace)
+    finally:
+        set_script(scripted_llm, list(DEFAULT_SCRIPT["chunks"]))  # the next test's default
     done = log.frames[-1]
     assert done["type"] == "done", done
     assert trace.source_ids[0] == found[target - 1].id
