@@ -223,7 +223,7 @@ def format_sources(done: dict[str, Any]) -> list[str]:
         out.append(f"  [{s['n']}] {title}" + (f" > {section}" if section and section != title
                                                else "")
                    + (f" {words['weak']}" if s.get("weak") else "")
-                   # The optional rerank's verdict (B-15), on its own scale.
+                   # The optional rerank's verdict (docs/spec/behaviour.md B-15), on its own scale.
                    + (" " + words["rerank_" + str(s["rerank"])]
                       if s.get("rerank") in (1, 2) else "")
                    + (f"\n      {where}" if where else ""))

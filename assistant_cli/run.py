@@ -231,8 +231,8 @@ def build_default_index(settings: Settings) -> None:
         print(f"\r  embedding passages {done}/{total}", end="", file=sys.stderr, flush=True)
 
     started = time.monotonic()
-    # Under the lock the CLI and beat share (B-10): a build they run waits, or this waits for
-    # theirs and then finds the index current.
+    # Under the lock the CLI and beat share (docs/spec/behaviour.md B-10): a build they run waits,
+    # or this waits for theirs and then finds the index current.
     report = locked_build(settings, load_manifest(settings.corpus_manifest), progress=progress)
     if report is None:
         print("  another index build is running; waiting for it", file=sys.stderr)

@@ -234,8 +234,8 @@ def test_worker_rebuilds_bm25_once_per_new_index_version(build_env: tuple[Settin
 def test_run_waits_for_a_build_that_holds_the_lock(
         build_env: tuple[Settings, Path], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """B-10: `run`'s start-up build takes the lock the CLI and beat share: while another
-    build holds it, run waits, then builds."""
+    """docs/spec/behaviour.md B-10: `run`'s start-up build takes the lock the CLI and beat share:
+    while another build holds it, run waits, then builds."""
     import threading
     import time
 

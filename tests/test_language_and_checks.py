@@ -96,8 +96,8 @@ def test_history_is_trimmed_and_answers_lose_markers() -> None:
 
 
 def test_earlier_answers_lose_every_form_of_marker_the_citation_check_reads() -> None:
-    """B-19: "[1, 2]", "[Source 1]", "[Zdroj 2]" are markers as much as "[1]"; an interval
-    [0, 1] of the text stays."""
+    """docs/spec/behaviour.md B-19: "[1, 2]", "[Source 1]", "[Zdroj 2]" are markers as much as
+    "[1]"; an interval [0, 1] of the text stays."""
     said = "Hybrid [1, 2]. See [Source 1] and [Zdroj 2]; the scale is [0, 1] wide [3]."
     kept = trim_history((Message("user", "q [1]"), Message("assistant", said)))
     assert kept[1].content == "Hybrid. See and; the scale is [0, 1] wide."
@@ -132,8 +132,8 @@ def test_the_letter_table_is_the_one_its_script_makes() -> None:
 
 
 def test_the_answer_rules_ask_for_the_questions_language_whatever_it_is() -> None:
-    """B-22: the instructions ask for the question's language even where the server adds no
-    line naming it (B-23: a German or Slovak question)."""
+    """docs/spec/behaviour.md B-22: the instructions ask for the question's language even where the
+    server adds no line naming it (docs/spec/behaviour.md B-23: a German or Slovak question)."""
     r = Retrieval((Passage("p1", "docs/a.md", "A", "# A", "en", "alpha text", "", False, 0.1),),
                   "v1", "Wie funktioniert die Suche?")
     messages = build_messages("Wie funktioniert die Suche?", (), r, "unknown")

@@ -123,7 +123,8 @@ def test_a_new_loader_changes_the_content_hash(tmp_path: Path,
 
 def test_pictures_and_unknown_files_of_the_local_layer_are_skipped_with_a_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """B-6: files without a usable text layer and pictures are skipped with a warning."""
+    """docs/spec/behaviour.md B-6: files without a usable text layer and pictures are skipped with a
+    warning."""
     manifest = _corpus(tmp_path)
     (tmp_path / "local" / "figure.PNG").write_bytes(b"\x89PNG\r\n")
     (tmp_path / "local" / "notes.docx").write_bytes(b"PK")

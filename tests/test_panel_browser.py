@@ -540,9 +540,9 @@ def test_weak_matches_are_labelled_and_warned_on_a_scripted_socket(
 @pytest.mark.browser
 def test_the_reranks_verdict_is_shown_beside_each_source(
         scripted_stack: Stack, panel_factory: Any) -> None:
-    """The optional rerank (B-15) scored each source: the panel says which answers the
-    question and which is related, in the panel's language; a source without a rerank score
-    wears no such badge."""
+    """The optional rerank (docs/spec/behaviour.md B-15) scored each source: the panel says which
+    answers the question and which is related, in the panel's language; a source without a rerank
+    score wears no such badge."""
     p = panel_factory(scripted_stack)
     page = p.page
     _answer_with_sources(page, "f" * 32, "Hybrid.",
@@ -554,7 +554,8 @@ def test_the_reranks_verdict_is_shown_beside_each_source(
     assert "answers the question" in rows.nth(0).inner_text()
     assert "related" in rows.nth(1).inner_text()
     assert rows.nth(2).locator(".ba-badge").count() == 0
-    # The search's score, inside the details, says what kind of score it is (B-15).
+    # The search's score, inside the details, says what kind of score it is (docs/spec/behaviour.md
+    # B-15).
     rows.nth(0).click()
     score = page.locator(f"{LAST_TURN} .ba-source .ba-score").first
     assert score.inner_text().startswith("Search score 0.50 (rank fusion")

@@ -171,8 +171,9 @@ def test_a_stream_that_ends_without_a_finish_is_no_answer() -> None:
 
 
 def test_sources_off_sends_no_source_in_the_structured_block() -> None:
-    """B-30: with sources off the done frame names no source anywhere: the structured block's
-    source list is empty and its quotes carry their text and verdict, no number or path."""
+    """docs/spec/behaviour.md B-30: with sources off the done frame names no source anywhere: the
+    structured block's source list is empty and its quotes carry their text and verdict, no
+    number or path."""
     answer = ('{"outcome": "answer", "answer": "It is hybrid [1].", "quotes": '
               '[{"n": 1, "text": "BM25 ranks the words"}], '
               '"sources": ["docs/how-it-works.md"], "clarifying_question": null}')
@@ -187,8 +188,9 @@ def test_sources_off_sends_no_source_in_the_structured_block() -> None:
 
 
 def test_a_stream_cut_after_the_first_token_keeps_its_partial_answer_in_the_trace() -> None:
-    """B-5: after the first token a failure ends the stream with one error, and the partial
-    answer is not lost from the trace (its text with text traces on, its length always)."""
+    """docs/spec/behaviour.md B-5: after the first token a failure ends the stream with one error,
+    and the partial answer is not lost from the trace (its text with text traces on, its length
+    always)."""
     model = harness.ScriptedModel(chunks=["half ", "an answer"], die_after=1)
     r = harness.turn("How does the search work?", model=model, trace_text=True)
     assert r.last["type"] == "error"

@@ -676,15 +676,17 @@
         if (s.weak === true) summary.append(document.createTextNode(" "),
                                             el("span", "ba-badge ba-badge-weak",
                                                this.t("sources.weak")));
-        // The optional rerank's verdict (B-15), on its own scale: a model's 2 or 1.
+        // The optional rerank's verdict (docs/spec/behaviour.md B-15), on its own scale: a model's
+        // 2 or 1.
         if (s.rerank === 2 || s.rerank === 1) {
           summary.append(document.createTextNode(" "),
                          el("span", "ba-badge", this.t("sources.rerank" + s.rerank)));
         }
         const body = el("div", "ba-excerpt");
         body.appendChild(this.excerpt(s.excerpt));
-        // The search's score inside the details, with what kind of score it is (B-15): a
-        // rank fusion's, a cosine's or BM25's are not comparable with one another.
+        // The search's score inside the details, with what kind of score it is
+        // (docs/spec/behaviour.md B-15): a rank fusion's, a cosine's or BM25's are not comparable
+        // with one another.
         if (typeof s.score === "number" && ["hybrid", "dense", "bm25"].includes(s.strategy)) {
           body.appendChild(el("p", "ba-score", this.t("sources.score." + s.strategy,
                                                       {score: s.score.toFixed(2)})));

@@ -87,13 +87,14 @@ def sources_of(retrieval: Retrieval, manifest: str = "", mode: str = "hybrid",
         # original at the passage's lines where the host has line anchors.
         out.append({"n": n, **presented(manifest, p, language), "excerpt": excerpt,
                     "score": p.score, "source": p.source, "local": p.local,
-                    # Which search gave the score (B-15: scores of two strategies differ in
-                    # kind and are not compared).
+                    # Which search gave the score (docs/spec/behaviour.md B-15: scores of two
+                    # strategies differ in kind and are not compared).
                     "strategy": mode,
                     "url": link_for(manifest, p),
                     # A match too weak to be support: shown labelled, never as a plain source.
                     "weak": is_weak(p.score, language, mode),
-                    # The optional rerank's score (B-15): 2 answers, 1 related; its own scale.
+                    # The optional rerank's score (docs/spec/behaviour.md B-15): 2 answers, 1
+                    # related; its own scale.
                     **({"rerank": p.rerank} if p.rerank is not None else {})})
     return out
 
@@ -196,8 +197,9 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
 
 def _rerank(s: Settings, emit: TurnEmitter, trace: Trace, question: str,
             retrieval: Retrieval, top_k: int) -> Retrieval:
-    """The optional rerank step (B-15): the passages the translation role scores related or
-    better; when it fails, the search's own first `top_k` (the rerank only helps)."""
+    """The optional rerank step (docs/spec/behaviour.md B-15): the passages the translation role
+    scores related or better; when it fails, the search's own first `top_k` (the rerank only
+    helps)."""
     with emit.step("rerank") as d:
         d["candidates"] = min(len(retrieval.passages), CANDIDATES)
         try:
@@ -320,8 +322,8 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
     ))
 
 
-# What names a source in a structured block's quote (B-30: sources off); a nearest section
-# keeps its title and heading, which the "I don't know" itself offers to ask about.
+# What names a source in a structured block's quote (docs/spec/behaviour.md B-30: sources off); a
+# nearest section keeps its title and heading, which the "I don't know" itself offers to ask about.
 QUOTE_SOURCE_KEYS = frozenset({"n", "source", "section", "url"})
 NEAREST_SOURCE_KEYS = frozenset({"n", "source", "url"})
 
@@ -384,8 +386,9 @@ def _generate(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
                                 else None)
             d["model"] = gen.model
     finally:
-        # Kept even when the stream fails after its first token (B-5): its length always,
-        # its text only where text traces are on (the done frame's path overwrites both).
+        # Kept even when the stream fails after its first token (docs/spec/behaviour.md B-5): its
+        # length always, its text only where text traces are on (the done frame's path overwrites
+        # both).
         trace.partial_answer_chars = sum(len(p) for p in parts)
         if s.trace_text and parts:
             trace.message, trace.answer = req.message, "".join(shown)
