@@ -233,16 +233,16 @@ def build_default_index(settings: Settings) -> None:
     started = time.monotonic()
     # Under the lock the CLI and beat share (docs/spec/behaviour.md B-10): a build they run waits,
     # or this waits for theirs and then finds the index current.
-    report = locked_build(settings, load_manifest(settings.corpus_manifest), progress=progress)
-    if report is None:
-        print("  another index build is running; waiting for it", file=sys.stderr)
-    while report is None:
+    manifest = load_manifest(settings.corpus_manifest)
+    said = False
+    while (report := locked_build(settings, manifest, progress=progress)) is None:
         if time.monotonic() - started > BUILD_WAIT_S:
             raise stack.StackError(f"another index build still holds the lock after "
-                               f"{BUILD_WAIT_S:.0f} s")
+                                   f"{BUILD_WAIT_S:.0f} s")
+        if not said:
+            print("  another index build is running; waiting for it", file=sys.stderr)
+            said = True
         time.sleep(BUILD_POLL_S)
-        report = locked_build(settings, load_manifest(settings.corpus_manifest),
-                              progress=progress)
     shipped = (f" ({report.vectors_from_file} vectors from the corpus's vectors file)"
                if report.vectors_from_file else "")
     # The whole build, span vectors included (the report's seconds end at the swap).

@@ -84,7 +84,7 @@ def _pieces_of(manifest: Manifest, path: Path, rel: str, raw: str, rels: set[str
 def _local_pieces(manifest: Manifest, path: Path) -> list[LoadedPiece]:
     """Load one local-layer file, marked as a local copy with no URL."""
     assert manifest.local_dir is not None
-    rel = "local/" + path.relative_to(manifest.local_dir).as_posix()
+    rel = manifest.local_rel(path)
     loader = loader_for(path)
     raw = "" if loader.binary else path.read_text(encoding="utf-8", errors="replace")
     return loader.load(Source(path, rel, raw, manifest.local_dir, manifest.language, local=True),

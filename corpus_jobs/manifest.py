@@ -61,11 +61,15 @@ class Manifest:
             if suffix in LOCAL_SUFFIXES:
                 kept.append(p)
                 continue
-            rel = p.relative_to(self.local_dir.parent).as_posix()
             why = "a picture, no text to index" if suffix in PICTURES \
                 else f"no loader for {suffix or 'a file without a suffix'}"
-            log.warning("skipped %s: %s", rel, why)
+            log.warning("skipped %s: %s", self.local_rel(p), why)
         return kept
+
+    def local_rel(self, path: Path) -> str:
+        """A local-layer file's source name: `local/` and its path in the local folder."""
+        assert self.local_dir is not None
+        return "local/" + path.relative_to(self.local_dir).as_posix()
 
     def rel(self, path: Path) -> str:
         """A public file's path relative to the corpus root, with forward slashes."""

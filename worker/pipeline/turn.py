@@ -170,9 +170,8 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
         if quotes:
             config = dataclasses.replace(config, top_k=max(config.top_k, QUOTE_PASSAGES))
         top_k = config.top_k
-        if s.rerank:
-            config = dataclasses.replace(config, top_k=max(top_k, CANDIDATES))
-        retrieval = deps.search(conn, s, search, original=query, config=config, language=lang)
+        retrieval = deps.search(conn, s, search, original=query, config=_widened(s, config),
+                                language=lang)
         d["passages"] = len(retrieval.passages)
         d["index"] = trace.index_version = retrieval.index_version
     if s.rerank and retrieval.passages:
@@ -193,6 +192,12 @@ def _run(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace) -> N
             d["read_ms"] = req.project.read_ms
     _finish(req, deps, emit, trace, lang, retrieval, req.project, first_token_deadline,
             {"mode": "workflow", **({"mode_note": mode_note} if mode_note else {})}, query)
+
+
+def _widened(s: Settings, config: RetrievalConfig) -> RetrievalConfig:
+    """The search's config with room for the rerank's candidates when the rerank is on."""
+    return dataclasses.replace(config, top_k=max(config.top_k, CANDIDATES)) if s.rerank \
+        else config
 
 
 def _rerank(s: Settings, emit: TurnEmitter, trace: Trace, question: str,
@@ -414,9 +419,8 @@ def _run_tools(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace
         with emit.step("retrieve") as d, deps.connect() as conn:
             config = RetrievalConfig.from_settings(s)
             top_k = config.top_k
-            if s.rerank:
-                config = dataclasses.replace(config, top_k=max(top_k, CANDIDATES))
-            seed = deps.search(conn, s, search, original=query, config=config, language=lang)
+            seed = deps.search(conn, s, search, original=query, config=_widened(s, config),
+                               language=lang)
             d["passages"] = len(seed.passages)
             d["index"] = seed.index_version
         if s.rerank and seed.passages:
