@@ -62,6 +62,7 @@ SETS = {
     "fresh9": REPO / "bench" / "retrieval" / "heldout-fresh9.jsonl",
     "fresh10": REPO / "bench" / "retrieval" / "heldout-fresh10.jsonl",
     "fresh11": REPO / "bench" / "retrieval" / "heldout-fresh11.jsonl",
+    "fresh12": REPO / "bench" / "retrieval" / "heldout-fresh12.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -78,9 +79,12 @@ SETS = {
 # heldout-fresh9: a tenth, written blind on a fresh machine before anything ran on it.
 # heldout-fresh10: an eleventh, written blind before the Czech decision was refitted.
 # heldout-fresh11: a twelfth, written blind before the English decision was refitted.
+# heldout-fresh12: a thirteenth, everyday questions of the app's users, written blind before
+# interface texts were read with their group's title.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
            "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7",
-           "heldout-fresh8", "heldout-fresh9", "heldout-fresh10", "heldout-fresh11")
+           "heldout-fresh8", "heldout-fresh9", "heldout-fresh10", "heldout-fresh11",
+           "heldout-fresh12")
 
 
 def _load(name: str) -> list[dict]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shared.passage import Passage
 
@@ -247,7 +247,31 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
         spans.pop()
     if interface and (group := _labels(text, skip)) is not None:
         return [group]
-    return [s for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
+    titles = _group_titles(text, skip)
+    return [replace(s, label=titles.get(_parent(s.key), s.label)) if s.kind == "line" else s
+            for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
+
+
+# The keys whose text names the group of interface texts it heads ("maxError.title").
+_TITLE_KEYS = frozenset(("title", "heading", "term", "name"))
+
+
+def _parent(key: str) -> str:
+    """An interface key's group ("maxError" of "maxError.description"; "" at the top)."""
+    return key.rpartition(".")[0]
+
+
+def _group_titles(text: str, skip: int) -> dict[str, str]:
+    """Each group's title among a passage's interface texts: "A quality metric ..." means
+    something only beside its group's "Maximum Error of Estimate", so a line span carries it
+    as its label (span_context), as a group's texts carry the group's own title (a passage's
+    heading is a key path, "results.bestCompromise")."""
+    titles: dict[str, str] = {}
+    for line in text[skip:].splitlines():
+        m = _JSON_LINE.match(line)
+        if m is not None and m.group(1).rpartition(".")[2] in _TITLE_KEYS:
+            titles.setdefault(_parent(m.group(1)), m.group(2))
+    return titles
 
 
 # How a "labels" span is shown: its texts, each verbatim, between these.

@@ -659,3 +659,30 @@ def test_an_interface_text_that_asks_back_is_no_first_quote() -> None:
                        dataclasses.replace(Weights(), asks=0.0))
     assert asked[0].text.endswith("?") and [c.score for c in asked] == [
         c.score for c in unasked], "a page's question is not penalised"
+
+
+def test_an_interface_text_is_read_with_its_groups_title() -> None:
+    """An interface text means something only beside its group's title: "A quality metric
+    that indicates the uncertainty level of the compromise" is the maximum error's
+    description, but was read under the passage's heading alone ("results") and quoted for
+    "What is the best compromise?". Each text now carries its group's title as its label,
+    which its embedded text and its heading match read."""
+    from shared.passage import Passage
+    from shared.spans import embed_text, span_context
+
+    text = ("title: Results\nbestCompromise.title: Best Compromise\n"
+            "bestCompromise.description: The optimal value that represents the best agreement "
+            "among all expert opinions.\nmaxError.title: Maximum Error of Estimate\n"
+            "maxError.description: A quality metric that indicates the uncertainty level of "
+            "the compromise.\nnote: Results are shown once every expert has answered.")
+    p = Passage("x", "frontend/src/i18n/locales/en/about.json", "about.json", "results", "en",
+                text, text, False)
+    spans = {s.key: s for s in split_spans(text, interface=True)}
+    assert spans["maxError.description"].label == "Maximum Error of Estimate"
+    assert spans["bestCompromise.description"].label == "Best Compromise"
+    # A text at the passage's top level is read with the passage's own title.
+    assert spans["note"].label == "Results"
+    assert span_context(p, spans["maxError.description"]) == \
+        "results, Maximum Error of Estimate"
+    assert embed_text(p, spans["maxError.description"]).startswith(
+        "results, Maximum Error of Estimate: A quality metric")
