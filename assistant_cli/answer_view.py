@@ -195,6 +195,9 @@ def format_quotes(done: dict[str, Any], width: int = 100) -> str:
             block.extend(_wrap(f"({q['path'].strip()})", width, INDENT))
         if attributed:
             where, url = _where(done, q.get("n"), str(q.get("section") or ""))
+            # An interface text's group ("Results › Maximum Error of Estimate").
+            if isinstance(q.get("group"), str) and q["group"].strip():
+                where += f" › {plain_heading(q['group'].strip())}"
             missing = "" if q.get("found", True) else f"  {words['not_found']}"
             block.extend(textwrap.wrap(f"[{q.get('n')}] {where}{missing}", width=width,
                                        initial_indent=INDENT, subsequent_indent=INDENT * 2,

@@ -47,6 +47,15 @@ def test_a_quote_from_a_code_block_prints_as_written_with_its_place_in_the_tree(
                          "    [1] Reading the result › The four figures"]
 
 
+def test_an_interface_texts_group_is_named_after_its_section() -> None:
+    """"A quality metric ..." under "Results" says nothing of what it describes: its group's
+    title follows the section."""
+    done = quotes_done("en")
+    done["structured"]["quotes"] = [{**QUOTES["en"][0], "group": "Maximum Error of Estimate"}]
+    block = format_quotes(done, width=200).split("\n\n")[1].splitlines()
+    assert block[1] == "    [1] Reading the result › The four figures › Maximum Error of Estimate"
+
+
 def test_czech_quote_from_an_english_page_carries_its_note_and_long_quotes_wrap() -> None:
     text = format_quotes(quotes_done("cs"), width=50)
     assert text.startswith(LEAD["cs"] + "\n\n")

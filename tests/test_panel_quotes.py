@@ -334,6 +334,29 @@ def test_a_quote_from_a_code_block_is_shown_as_code(scripted_stack: Stack,
 
 
 @pytest.mark.browser
+def test_an_interface_texts_group_follows_its_section(scripted_stack: Stack,
+                                                      panel_factory: Any) -> None:  # noqa: F811
+    """"A quality metric ..." under "Results" is the maximum error's description: the quote
+    names its group after its section, in the caption, the link's spoken name and the copied
+    text; a quote without one is named as before."""
+    p = panel_factory(scripted_stack, bypass_csp=True)
+    page = p.page
+    done = quotes_done("en")
+    done["structured"] = {**done["structured"], "quotes": [
+        {**QUOTES["en"][0], "group": "Maximum Error of Estimate"}, dict(QUOTES["en"][1])]}
+    Socket(page, [done])
+    p.ask("What is the maximum error?")
+    p.wait_done()
+    where = page.locator(f"{LAST_TURN} figure.ba-quotation .ba-quote-where")
+    assert where.nth(0).inner_text() == \
+        "Reading the result › The four figures › Maximum Error of Estimate"
+    assert "Maximum Error" not in where.nth(1).inner_text()
+    assert "[1] Reading the result › The four figures › Maximum Error of Estimate" \
+        in p.answer_text()
+    assert not p.errors
+
+
+@pytest.mark.browser
 def test_a_hedged_answer_says_so_above_its_quotes(scripted_stack: Stack,
                                                   panel_factory: Any) -> None:  # noqa: F811
     """Quotes that barely answer: their lead-in (the worker's words) is marked as a caution,

@@ -686,3 +686,25 @@ def test_an_interface_text_is_read_with_its_groups_title() -> None:
         "results, Maximum Error of Estimate"
     assert embed_text(p, spans["maxError.description"]).startswith(
         "results, Maximum Error of Estimate: A quality metric")
+
+
+def test_a_quoted_interface_text_names_its_group_where_the_section_does_not() -> None:
+    """The done frame's quote carries its group's title (`group`) for an interface text of
+    another group than the section's own; none for the section's own texts or a page's."""
+    from shared.passage import Passage
+
+    text = ("title: Results\nbestCompromise.title: Best Compromise\n"
+            "maxError.title: Maximum Error of Estimate\n"
+            "maxError.description: A quality metric that indicates the uncertainty level of "
+            "the compromise.\nnote: Results are shown once every expert has answered.")
+    p = Passage("x", "frontend/src/i18n/locales/en/about.json", "about.json", "results", "en",
+                text, text, False)
+    spans = {s.key: s for s in split_spans(text, interface=True)}
+    chosen = [Candidate(0, spans[k], spans[k].text_of(text), 1.0, 1.0, 1.0, 1.0)
+              for k in ("maxError.description", "note")]
+    quotes = compose(chosen, [p], "en").quotes
+    assert [q["group"] for q in quotes] == ["Maximum Error of Estimate", ""]
+    page = _p("y", "A sentence of a page that says enough to be quoted here.")
+    span = split_spans(page.text)[0]
+    assert compose([Candidate(0, span, span.text_of(page.text), 1.0, 1.0, 1.0, 1.0)], [page],
+                   "en").quotes[0]["group"] == ""

@@ -187,6 +187,18 @@ def test_sources_off_sends_no_source_in_the_structured_block() -> None:
     assert on.done["structured"]["quotes"][0]["n"] == 1 and on.done["structured"]["sources"]
 
 
+def test_sources_off_drops_a_quotes_group_with_its_section() -> None:
+    """docs/spec/behaviour.md B-30: an interface text's group title names where it stands, as
+    its section does: with sources off the quote keeps its text alone."""
+    from worker.pipeline.turn import _sourceless
+
+    quote = {"n": 1, "text": "A quality metric.", "found": True, "source": "about.json",
+             "section": "results", "group": "Maximum Error of Estimate", "language": "en"}
+    form = _sourceless({"structured": {"quotes": [quote], "sources": [{"n": 1}]}})
+    assert form["structured"]["quotes"] == [{"text": "A quality metric.", "found": True,
+                                             "language": "en"}]
+
+
 def test_a_stream_cut_after_the_first_token_keeps_its_partial_answer_in_the_trace() -> None:
     """docs/spec/behaviour.md B-5: after the first token a failure ends the stream with one error,
     and the partial answer is not lost from the trace (its text with text traces on, its length

@@ -38,6 +38,13 @@
     return o.section ? o.title + " › " + o.section : o.title;
   }
 
+  // A quote's origin with its interface group's title ("Results › Maximum Error of
+  // Estimate"): what an interface text is about, which its section alone does not say.
+  function quoteWhere(o, q) {
+    const group = typeof q.group === "string" ? plainHeading(q.group) : "";
+    return group ? where(o) + " › " + group : where(o);
+  }
+
   // The project's figures, one paragraph a line; null when the turn has none.
   function summary(done, ctx) {
     const project = done.structured.project;
@@ -83,14 +90,14 @@
     fig.appendChild(block);
     const cap = el("figcaption", "ba-quote-source");
     if (typeof q.n === "number") cap.append(ctx.citation(q.n), document.createTextNode(" "));
-    cap.appendChild(el("span", "ba-quote-where", where(o)));
+    cap.appendChild(el("span", "ba-quote-where", quoteWhere(o, q)));
     if (attributed) fig.appendChild(cap);
     if (o.url) {
       const a = el("a", "ba-open ba-quote-open", ctx.t("quotes.open"));
       a.href = o.url;
       a.target = "_blank";
       a.rel = "noopener noreferrer";
-      a.appendChild(el("span", "ba-vh", ": " + where(o)));
+      a.appendChild(el("span", "ba-vh", ": " + quoteWhere(o, q)));
       cap.append(document.createTextNode(" · "), a);
     }
     if (q.found === false) {
@@ -213,7 +220,7 @@
       const path = q.code === true && typeof q.path === "string" && q.path.trim()
         ? "\n(" + q.path.trim() + ")" : "";
       out.push(opening + String(q.text).trim() + closing + path +
-               (attributed ? "\n[" + q.n + "] " + where(o) + (o.url ? " " + o.url : "") : "") +
+               (attributed ? "\n[" + q.n + "] " + quoteWhere(o, q) + (o.url ? " " + o.url : "") : "") +
                (q.note ? "\n" + q.note : ""));
     }
     return out.join("\n\n");

@@ -107,6 +107,13 @@ def title(p: Passage, reader: str = "en") -> str:
     return locale_title(p.title, p.source, p.lang, reader) if is_locale(p.source) else p.title
 
 
+def group(span: Span, p: Passage) -> str:
+    """The title of the interface group a quoted text belongs to ("" for any other span, or a
+    text of the section's own group)."""
+    return span.label if span.kind == "line" and span.label and span.label != heading(p) \
+        else ""
+
+
 def _name(p: Passage, reader: str) -> str:
     """A section as a person can tell it apart: "A worked example › Contents"."""
     section = heading(p)
@@ -197,7 +204,10 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
                            o.text for o in pool if (o.source, o.section) == (p.source, p.section)
                        ]) if code else "",
                        # An interface group's labels, each verbatim (shared.spans.label_text).
-                       "labels": label_values(p.text, c.span)})
+                       "labels": label_values(p.text, c.span),
+                       # An interface text's group title, where it is not the section's own
+                       # ("Maximum Error of Estimate" under "Results"): what the text is about.
+                       "group": group(c.span, p)})
         lines.append(f"{w['open']}{c.text}{w['close']} [{n}]")
     if other_note:
         lines.append(f"({w[other]})")

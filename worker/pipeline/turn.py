@@ -329,7 +329,7 @@ def _conclude(req: TurnRequest, deps: TurnDeps, emit: TurnEmitter, trace: Trace,
 
 # What names a source in a structured block's quote (docs/spec/behaviour.md B-30: sources off); a
 # nearest section keeps its title and heading, which the "I don't know" itself offers to ask about.
-QUOTE_SOURCE_KEYS = frozenset({"n", "source", "section", "url"})
+QUOTE_SOURCE_KEYS = frozenset({"n", "source", "section", "group", "url"})
 NEAREST_SOURCE_KEYS = frozenset({"n", "source", "url"})
 
 
