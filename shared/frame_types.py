@@ -103,7 +103,9 @@ class Done:
     structured: dict[str, Any] | None = _optional(
         "structured and quotes forms: valid_json, cut, outcome, clarifying_question, quotes, "
         "sources; the quotes form also lead_in, hedged (the quotes barely answer), nearest, "
-        "project (absent otherwise)")
+        "project (absent otherwise); a quote: n, text, found, source, section, language, note, "
+        "code, path, labels, group (an interface text's group title where its section's is "
+        "another)")
     mode: str = _meaning("workflow, agent or hybrid: how the turn gathered its material")
     mode_note: str | None = _optional("why an agent turn ran as a workflow (absent otherwise)")
     tools: dict[str, Any] | None = _optional(
