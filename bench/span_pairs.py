@@ -3,9 +3,10 @@ expected section as right whichever of its sentences it is, so a change to the s
 inside a section needs a reader. `pairs` writes the questions whose quotes differ between the
 shipped weights and a setting, each as X and Y in a random order (the key apart); a reader
 writes one line per question, `ID X`, `ID Y` or `ID T` (a tie), before opening the key;
-`score` counts them.
+`score` counts them. `--whole`: the questions whose quotes differ anywhere (a change to the
+further quotes), not only in the first.
 
-    python -m bench.span_pairs pairs FIELD:VALUE[,FIELD:VALUE] --out DIR [--sets SETS]
+    python -m bench.span_pairs pairs FIELD:VALUE[,FIELD:VALUE] --out DIR [--sets SETS] [--whole]
     python -m bench.span_pairs score DIR VERDICTS
 """
 
@@ -22,7 +23,7 @@ from bench.quotes_flips import setting
 from worker.pipeline.quotes import WEIGHTS
 
 
-def pairs(change: str, out: Path, sets: str, seed: int = 7) -> int:
+def pairs(change: str, out: Path, sets: str, seed: int = 7, whole: bool = False) -> int:
     """Write DIR/pairs.json (blind) and DIR/key.json; the number of pairs."""
     alt = setting(f"alt={change}")[1]
     rng = random.Random(seed)
@@ -34,7 +35,7 @@ def pairs(change: str, out: Path, sets: str, seed: int = 7) -> int:
         qe.score(rows, alt)
         for r, b in zip(rows, base, strict=True):
             a = [c.text for c in r["chosen"]]
-            if not a or not b or a[0] == b[0]:
+            if not a or not b or (a == b if whole else a[0] == b[0]):
                 continue
             q = r["q"]
             swap = rng.random() < 0.5
@@ -71,12 +72,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("change")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--sets", default=SETS)
+    p.add_argument("--whole", action="store_true")
     s = sub.add_parser("score")
     s.add_argument("out", type=Path)
     s.add_argument("verdicts", type=Path)
     args = ap.parse_args(argv)
     if args.cmd == "pairs":
-        print(pairs(args.change, args.out, args.sets), "pairs in", args.out / "pairs.json")
+        print(pairs(args.change, args.out, args.sets, whole=args.whole), "pairs in",
+              args.out / "pairs.json")
     else:
         print(score(args.out, args.verdicts))
 

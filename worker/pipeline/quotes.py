@@ -68,6 +68,12 @@ class Weights:
     match_other: float = 0.0
     # Further quotes: within this much of the best score.
     margin: float = 0.04
+    # Or, from another section than the first quote's, within this much of its score without
+    # retrieval's order (0: off): a second page that says it too. Measured, off: at .04 128
+    # answers of the twelve sets change; 40 of them read blind, 12 better (the fact joined:
+    # "TypeScript strict", the member's DELETE row), 13 worse (a dev-server or label line
+    # joined), 15 ties (docs/benchmarks.md, "Everyday questions").
+    margin_other_section: float = 0.0
     max_quotes: int = 3
     # Variants measured against the above (bench/quotes_eval.py --variants; docs/benchmarks.md,
     # "Quotes answer form"): a prior from retrieval's fused score (a share of the best possible,
@@ -221,6 +227,7 @@ class Candidate:
     dense: float
     lexical: float
     match: float  # the score without retrieval's order: how well the span itself fits
+    order: float = 0.0  # the part of the score that is retrieval's order (Weights.rank)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -328,7 +335,7 @@ def rank_spans(questions: Sequence[str], passages: Sequence[Passage],
         if asks and views is not None:
             bonus += asks * views[n]
         out.append(Candidate(n, span, " ".join(text.split()), match + bonus, dense,
-                             lexical, match))
+                             lexical, match, prior / (n + 1)))
     if weights.neighbour:
         out = _with_neighbours(out, weights.neighbour)
     out.sort(key=lambda c: (-c.score, c.n, c.span.start))
@@ -527,10 +534,17 @@ def _pick(ranked: Sequence[Candidate], passages: Sequence[Passage],
           ) -> list[Candidate]:
     """The best span, then up to two more within the margin, no two overlapping."""
     best = ranked[0].score
+    own = ranked[0].score - ranked[0].order
+    home = (passages[ranked[0].n].source, passages[ranked[0].n].section)
     chosen: list[Candidate] = []
     for c in ranked:
-        if len(chosen) >= weights.max_quotes or c.score < best - weights.margin:
+        if len(chosen) >= weights.max_quotes:
             break
+        if c.score < best - weights.margin and not (
+                weights.margin_other_section
+                and (passages[c.n].source, passages[c.n].section) != home
+                and c.score - c.order >= own - weights.margin_other_section):
+            continue
         if chosen and is_weak(passages[c.n].score, "en" if english else "cs"):
             continue  # a weak match beside the answer would be dressed as its support
         c = _extended(c, passages[c.n], spans[c.n])
