@@ -63,6 +63,7 @@ SETS = {
     "fresh10": REPO / "bench" / "retrieval" / "heldout-fresh10.jsonl",
     "fresh11": REPO / "bench" / "retrieval" / "heldout-fresh11.jsonl",
     "fresh12": REPO / "bench" / "retrieval" / "heldout-fresh12.jsonl",
+    "fresh13": REPO / "bench" / "retrieval" / "heldout-fresh13.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -81,10 +82,12 @@ SETS = {
 # heldout-fresh11: a twelfth, written blind before the English decision was refitted.
 # heldout-fresh12: a thirteenth, everyday questions of the app's users, written blind before
 # interface texts were read with their group's title.
+# heldout-fresh13: a fourteenth, everyday questions again, written blind after the thirteenth
+# was read.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
            "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7",
            "heldout-fresh8", "heldout-fresh9", "heldout-fresh10", "heldout-fresh11",
-           "heldout-fresh12")
+           "heldout-fresh12", "heldout-fresh13")
 
 
 def _load(name: str) -> list[dict]:
