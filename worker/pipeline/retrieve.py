@@ -58,10 +58,8 @@ class RetrievalConfig:
     # The question as asked, through the query adapter fitted on the question views
     # (corpus_jobs/adapter.py), over every passage by meaning, at this weight (0 = off; an
     # index without question views has no adapter). Nine read sets: hit@3 English .84 ->
-    # .86, Czech .78 -> .82 at 2 (docs/benchmarks.md, "A query adapter"); at 12 against 2,
-    # twelve read sets and three blind sets of everyday questions, hit@1 and MRR up in both
-    # languages (Czech hit@1 .583 -> .612 read; docs/benchmarks.md, "Everyday questions").
-    adapted = 12.0
+    # .86, Czech .78 -> .82 (docs/benchmarks.md, "A query adapter").
+    adapted = 2.0
     per_section = 2
     # Research leads off by default: diacritics folded, the interface-text dictionary and the
     # English slots, Debian's FreeDict dictionary, one ranking of both views.
