@@ -661,15 +661,8 @@ def test_an_interface_text_that_asks_back_is_no_first_quote() -> None:
         c.score for c in unasked], "a page's question is not penalised"
 
 
-def test_an_interface_text_is_read_with_its_groups_title() -> None:
-    """An interface text means something only beside its group's title: "A quality metric
-    that indicates the uncertainty level of the compromise" is the maximum error's
-    description, but was read under the passage's heading alone ("results") and quoted for
-    "What is the best compromise?". Each text now carries its group's title as its label,
-    which its embedded text and its heading match read."""
-    from shared.passage import Passage
-    from shared.spans import embed_text, span_context
-
+def _results_group() -> tuple[Passage, dict[str, Span]]:
+    """The About page's Results texts, two groups under the passage's own title."""
     text = ("title: Results\nbestCompromise.title: Best Compromise\n"
             "bestCompromise.description: The optimal value that represents the best agreement "
             "among all expert opinions.\nmaxError.title: Maximum Error of Estimate\n"
@@ -677,7 +670,18 @@ def test_an_interface_text_is_read_with_its_groups_title() -> None:
             "the compromise.\nnote: Results are shown once every expert has answered.")
     p = Passage("x", "frontend/src/i18n/locales/en/about.json", "about.json", "results", "en",
                 text, text, False)
-    spans = {s.key: s for s in split_spans(text, interface=True)}
+    return p, {s.key: s for s in split_spans(text, interface=True)}
+
+
+def test_an_interface_text_is_read_with_its_groups_title() -> None:
+    """An interface text means something only beside its group's title: "A quality metric
+    that indicates the uncertainty level of the compromise" is the maximum error's
+    description, but was read under the passage's heading alone ("results") and quoted for
+    "What is the best compromise?". Each text now carries its group's title as its label,
+    which its embedded text and its heading match read."""
+    from shared.spans import embed_text, span_context
+
+    p, spans = _results_group()
     assert spans["maxError.description"].label == "Maximum Error of Estimate"
     assert spans["bestCompromise.description"].label == "Best Compromise"
     # A text at the passage's top level is read with the passage's own title.
@@ -691,16 +695,8 @@ def test_an_interface_text_is_read_with_its_groups_title() -> None:
 def test_a_quoted_interface_text_names_its_group_where_the_section_does_not() -> None:
     """The done frame's quote carries its group's title (`group`) for an interface text of
     another group than the section's own; none for the section's own texts or a page's."""
-    from shared.passage import Passage
-
-    text = ("title: Results\nbestCompromise.title: Best Compromise\n"
-            "maxError.title: Maximum Error of Estimate\n"
-            "maxError.description: A quality metric that indicates the uncertainty level of "
-            "the compromise.\nnote: Results are shown once every expert has answered.")
-    p = Passage("x", "frontend/src/i18n/locales/en/about.json", "about.json", "results", "en",
-                text, text, False)
-    spans = {s.key: s for s in split_spans(text, interface=True)}
-    chosen = [Candidate(0, spans[k], spans[k].text_of(text), 1.0, 1.0, 1.0, 1.0)
+    p, spans = _results_group()
+    chosen = [Candidate(0, spans[k], spans[k].text_of(p.text), 1.0, 1.0, 1.0, 1.0)
               for k in ("maxError.description", "note")]
     quotes = compose(chosen, [p], "en").quotes
     assert [q["group"] for q in quotes] == ["Maximum Error of Estimate", ""]
