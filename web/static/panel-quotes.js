@@ -220,7 +220,8 @@
       const path = q.code === true && typeof q.path === "string" && q.path.trim()
         ? "\n(" + q.path.trim() + ")" : "";
       out.push(opening + String(q.text).trim() + closing + path +
-               (attributed ? "\n[" + q.n + "] " + quoteWhere(o, q) + (o.url ? " " + o.url : "") : "") +
+               (attributed
+                 ? "\n[" + q.n + "] " + quoteWhere(o, q) + (o.url ? " " + o.url : "") : "") +
                (q.note ? "\n" + q.note : ""));
     }
     return out.join("\n\n");

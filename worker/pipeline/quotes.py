@@ -540,11 +540,12 @@ def _pick(ranked: Sequence[Candidate], passages: Sequence[Passage],
     for c in ranked:
         if len(chosen) >= weights.max_quotes:
             break
-        if c.score < best - weights.margin and not (
-                weights.margin_other_section
-                and (passages[c.n].source, passages[c.n].section) != home
-                and c.score - c.order >= own - weights.margin_other_section):
-            continue
+        if c.score < best - weights.margin:
+            if not weights.margin_other_section:
+                break  # best first: nothing after it is within the margin either
+            if (passages[c.n].source, passages[c.n].section) == home \
+                    or c.score - c.order < own - weights.margin_other_section:
+                continue
         if chosen and is_weak(passages[c.n].score, "en" if english else "cs"):
             continue  # a weak match beside the answer would be dressed as its support
         c = _extended(c, passages[c.n], spans[c.n])
