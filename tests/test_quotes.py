@@ -661,6 +661,17 @@ def test_an_interface_text_that_asks_back_is_no_first_quote() -> None:
         c.score for c in unasked], "a page's question is not penalised"
 
 
+def test_a_dialog_question_that_echoes_every_word_asked_is_no_first_quote_either() -> None:
+    """"Můžu smazat svůj účet?" was quoted the dialog's "Opravdu chcete smazat svůj účet?":
+    it repeats every word asked, so its match led the dialog's statements by more than the
+    penalty took away. The statement is quoted first."""
+    dialog = ("description: Can I really delete my account now?\n"
+              "warning: Once deleted, the account is gone for good.")
+    passages = [_p("a", dialog, "deleteModal", source="frontend/src/i18n/locales/en/profile.json")]
+    ranked, _ = _rank("Can I delete my account?", passages)
+    assert ranked[0].text.startswith("Once deleted")
+
+
 def _results_group() -> tuple[Passage, dict[str, Span]]:
     """The About page's Results texts, two groups under the passage's own title."""
     text = ("title: Results\nbestCompromise.title: Best Compromise\n"
