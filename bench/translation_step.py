@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import statistics
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def gate(sets: str) -> None:
     """MRR with and without the translation, by the cosine's quintile and under each gate."""
     s = settings_from_env()
     config = dataclasses.replace(RetrievalConfig.from_settings(s), top_k=5)
-    rows = []
+    rows: list[dict[str, Any]] = []
     with corpus_store.connect(s.corpus_read_dsn, autocommit=True) as conn:
         for name in sets.split(","):
             for q in qe.questions(name):
@@ -49,7 +50,7 @@ def gate(sets: str) -> None:
                 own = q["question"]
                 t = qe._translated(s, own)
                 a, b = cached_vectors(s, [own, t], "query", conn)
-                row = {"cos": float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))}
+                row: dict[str, Any] = {"cos": float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))}
                 for label, query in (("with", t), ("without", own)):
                     _v, ranked, lex = rank(conn, s, config, query, own, language="cs")
                     ps = [lex.by_id[pid] for pid, _ in ranked if pid in lex.by_id]
@@ -73,22 +74,10 @@ def gate(sets: str) -> None:
 
 
 def figures(sets: str) -> None:
-    """The quotes form's pooled figures per language (quotes_eval.score per set)."""
-    pooled: dict[str, dict[str, list[float]]] = {}
-    for name in sets.split(","):
-        rows = qe.collect(name, 5)
-        qe.score(rows, WEIGHTS)
-        for r in rows:
-            q = r["q"]
-            d = pooled.setdefault(q["language"], {"first": [], "idk_ans": [], "idk_unans": []})
-            if q.get("expected_source"):
-                d["first"].append(float(bool(r["chosen"])
-                                        and qe._hit(r["passages"][r["chosen"][0].n], q)))
-                d["idk_ans"].append(0.0 if r["chosen"] else 1.0)
-            else:
-                d["idk_unans"].append(0.0 if r["chosen"] else 1.0)
-    for lang, d in sorted(pooled.items()):
-        print(lang, {k: (round(statistics.mean(v), 3), len(v)) for k, v in d.items() if v})
+    """The quotes form's pooled figures per language (quotes_eval.score over every set's rows)."""
+    rows = [r for name in sets.split(",") for r in qe.collect(name, 5)]
+    for lang, got in sorted(qe.score(rows, WEIGHTS).items()):
+        print(lang, {k: v for k, v in got.items() if v})
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -161,6 +161,9 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
     unfinished last sentence; an `interface` group (an app's texts) with nothing else to
     quote, its labels (see _labels)."""
     spans: list[Span] = []
+    # Each interface group's title ("maxError" -> "Maximum Error of Estimate"): a line span
+    # carries its group's as its label (see _TITLE_KEYS).
+    titles: dict[str, str] = {}
     block = 0
     in_fence = False
     para: tuple[int, int] | None = None
@@ -223,6 +226,8 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
             kind = "line"
             key = m.group(1)
             x, y = a + m.start(2), a + m.end(2)
+            if key.rpartition(".")[2] in _TITLE_KEYS:
+                titles.setdefault(_parent(key), m.group(2))
         else:
             # Paragraph text; a wrapped line joins the paragraph it continues.
             para = (para[0], b) if para is not None else (a, b)
@@ -247,31 +252,20 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
         spans.pop()
     if interface and (group := _labels(text, skip)) is not None:
         return [group]
-    titles = _group_titles(text, skip)
     return [replace(s, label=titles.get(_parent(s.key), s.label)) if s.kind == "line" else s
             for s in spans if _quotable(s.text_of(text)) and not _naming_key(s.key)]
 
 
-# The keys whose text names the group of interface texts it heads ("maxError.title").
+# The keys whose text names the group of interface texts it heads ("maxError.title"): "A
+# quality metric ..." means something only beside its group's "Maximum Error of Estimate", so a
+# line span carries its group's title as its label (span_context); a top-level text carries the
+# passage's own title (a passage's heading is a key path, "results.bestCompromise").
 _TITLE_KEYS = frozenset(("title", "heading", "term", "name"))
 
 
 def _parent(key: str) -> str:
     """An interface key's group ("maxError" of "maxError.description"; "" at the top)."""
     return key.rpartition(".")[0]
-
-
-def _group_titles(text: str, skip: int) -> dict[str, str]:
-    """Each group's title among a passage's interface texts: "A quality metric ..." means
-    something only beside its group's "Maximum Error of Estimate", so a line span carries it
-    as its label (span_context), as a group's texts carry the group's own title (a passage's
-    heading is a key path, "results.bestCompromise")."""
-    titles: dict[str, str] = {}
-    for line in text[skip:].splitlines():
-        m = _JSON_LINE.match(line)
-        if m is not None and m.group(1).rpartition(".")[2] in _TITLE_KEYS:
-            titles.setdefault(_parent(m.group(1)), m.group(2))
-    return titles
 
 
 # How a "labels" span is shown: its texts, each verbatim, between these.
