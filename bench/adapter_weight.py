@@ -1,10 +1,12 @@
-"""The query adapter's weight in the fused ranking: retrieval hit@1 / @3 / @5 and MRR per
-language for each weight, as a chat turn searches (Czech through the few-shot translation,
-cached as bench.quotes_eval caches it), each weight against the first by paired bootstrap:
+"""The query adapter's weight in the fused ranking (or another number of the ranking,
+`--field`): retrieval hit@1 / @3 / @5 and MRR per language for each value, as a chat turn
+searches (Czech through the few-shot translation, cached as bench.quotes_eval caches it), each
+value against the first by paired bootstrap:
 
-    python -m bench.adapter_weight SETS WEIGHT[,WEIGHT...]
+    python -m bench.adapter_weight SETS WEIGHT[,WEIGHT...] [--field NAME]
 
-e.g. `python -m bench.adapter_weight all,heldout-fresh12 2,12,20`.
+e.g. `python -m bench.adapter_weight all,heldout-fresh12 2,12,20`, or the fused list's order
+`python -m bench.adapter_weight heldout-fresh15 60,3 --field order_k`.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from worker.pipeline.retrieve import RetrievalConfig, rank
 TOP = 10
 
 
-def places(sets: str, weights: list[float]) -> dict[float, dict[str, list[int | None]]]:
-    """Per weight and language, each answerable question's expected passage's place."""
+def places(sets: str, weights: list[float], field: str = "adapted"
+           ) -> dict[float, dict[str, list[int | None]]]:
+    """Per value of `field` and language, each answerable question's expected passage's
+    place."""
     s = settings_from_env()
     base = dataclasses.replace(research(RetrievalConfig.from_settings(s)), top_k=TOP)
     out: dict[float, dict[str, list[int | None]]] = {w: {"en": [], "cs": []} for w in weights}
@@ -36,7 +40,8 @@ def places(sets: str, weights: list[float]) -> dict[float, dict[str, list[int | 
                 lang = q["language"]
                 search = qe._translated(s, q["question"]) if lang == "cs" else q["question"]
                 for w in weights:
-                    config = dataclasses.replace(base, adapted=w)
+                    value = int(w) if isinstance(getattr(base, field), int) else w
+                    config = dataclasses.replace(base, **{field: value})
                     _v, ranked, lexical = rank(conn, s, config, search, q["question"],
                                                language=lang)
                     found = [lexical.by_id[pid] for pid, _ in ranked if pid in lexical.by_id]
@@ -57,9 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.adapter_weight")
     ap.add_argument("sets")
     ap.add_argument("weights")
+    ap.add_argument("--field", default="adapted", help="the ResearchConfig number to vary")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
-    got = places(args.sets, weights)
+    got = places(args.sets, weights, args.field)
     first = weights[0]
     for w in weights:
         for lang in ("en", "cs"):
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
                     b = paired_bootstrap([f(x) for x in got[first][lang]],
                                          [f(x) for x in xs])
                     line += f"; {label} {b['mean_diff']:+.3f} {list(b['ci95'])}"
-            print(f"adapted {w:g} {lang} (n={len(xs)}): {line}")
+            print(f"{args.field} {w:g} {lang} (n={len(xs)}): {line}")
 
 
 if __name__ == "__main__":

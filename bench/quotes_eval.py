@@ -65,6 +65,7 @@ SETS = {
     "fresh12": REPO / "bench" / "retrieval" / "heldout-fresh12.jsonl",
     "fresh13": REPO / "bench" / "retrieval" / "heldout-fresh13.jsonl",
     "fresh14": REPO / "bench" / "retrieval" / "heldout-fresh14.jsonl",
+    "fresh15": REPO / "bench" / "retrieval" / "heldout-fresh15.jsonl",
 }
 # The quotes form's own confirm set (bench/retrieval/README.md): written and committed before
 # anything ran on it, read only after the weights and thresholds were tuned on the other sets.
@@ -87,11 +88,13 @@ SETS = {
 # was read.
 # heldout-fresh14: a fifteenth, everyday questions, written blind before the last changes of
 # that session were read on it.
+# heldout-fresh15: a sixteenth, everyday questions, written blind before the fused list's
+# order at a small k was decided.
 CHOICES = ("tune", "confirm", "all", "heldout-quotes", "heldout-fresh", "heldout-fresh2",
            "heldout-fresh3", "heldout-fresh4", "heldout-fresh5", "heldout-fresh6", "heldout-fresh7",
            "heldout-fresh8", "heldout-fresh9", "heldout-fresh10", "heldout-fresh11",
            "heldout-fresh12", "heldout-fresh13",
-           "heldout-fresh14")
+           "heldout-fresh14", "heldout-fresh15")
 
 
 def _load(name: str) -> list[dict]:

@@ -102,6 +102,20 @@ def test_weighted_fusion_and_czech_twins() -> None:
     assert to_czech_twins(ranked, twins) == [("cs-login", .9), ("page", .8), ("cs-reset", .6)]
 
 
+def test_fusion_ordered_at_a_small_k_keeps_the_shares_of_its_own_k() -> None:
+    """A passage first in one ranking and absent from the others is outranked at k 60 by one
+    eleventh in every ranking; at a small order_k the first place counts. The scores
+    stay the shares at k (1.0 = first everywhere), whatever the order."""
+    one = [("best", 1.0), *[(f"f{i}", 0.5) for i in range(9)], ("mid", 0.1)]
+    others = [[(f"o{n}{i}", 0.5) for i in range(10)] + [("mid", 0.1)] for n in range(2)]
+    at_60 = fuse([one, *others])
+    assert at_60[0][0] == "mid"
+    at_3 = fuse([one, *others], order_k=3)
+    assert [p for p, _ in at_3][0] == "best"
+    assert dict(at_3) == dict(at_60), "the scores are the shares at k, not at order_k"
+    assert fuse([one, *others], order_k=60) == at_60
+
+
 def test_pieces_of_one_section_wait_until_every_section_has_had_a_place() -> None:
     from shared.passage import Passage
 

@@ -24,6 +24,8 @@ class ResearchConfig(RetrievalConfig):
     """A retrieval variant: the settings' fields and every choice of the ranking."""
 
     rrf_k: int = TURN.rrf_k
+    # Order the fused list by RRF at this k (rrf_k: as scored); the scores stay rrf_k's shares.
+    order_k: int = TURN.order_k
     bm25_original: bool = TURN.bm25_original
     fold_diacritics: bool = TURN.fold_diacritics
     # Cross-lingual help for a Czech question: also search English passages with
@@ -102,10 +104,10 @@ def research(config: RetrievalConfig) -> ResearchConfig:
 # compared with.
 V1: dict[str, Any] = {"czech_twins": False, "original_english": 0.0, "czech_keywords": 0.0,
                       "per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
-                      "caption_en": 0.0, "adapted": 0.0}
+                      "caption_en": 0.0, "adapted": 0.0, "order_k": 60}
 # The fourth round's steps for both languages, off (docs/benchmarks.md).
 V2: dict[str, Any] = {"per_section": 0, "split_identifiers": False, "caption_cs": 0.0,
-                      "caption_en": 0.0, "adapted": 0.0}
+                      "caption_en": 0.0, "adapted": 0.0, "order_k": 60}
 PRESETS: dict[str, ResearchConfig] = {
     "hybrid": ResearchConfig(),
     "dense": ResearchConfig(**V1, mode="dense"),
@@ -128,13 +130,16 @@ PRESETS: dict[str, ResearchConfig] = {
     "hybrid-v2": ResearchConfig(**V2),
     # The default before the captions' second round (docs/benchmarks.md, "Captions shipped with the
     # corpus"): no ranking over the captions' views.
-    "hybrid-v3": ResearchConfig(caption_cs=0.0, caption_en=0.0, adapted=0.0),
+    "hybrid-v3": ResearchConfig(caption_cs=0.0, caption_en=0.0, adapted=0.0, order_k=60),
     # The default before question views: no ranking over them.
     "hybrid-v4": ResearchConfig(question_cs=0.0, question_en=0.0, question_translation=0.0,
-                                adapted=0.0),
+                                adapted=0.0, order_k=60),
     # The default before the query adapter fitted on the question views (docs/benchmarks.md,
     # "A query adapter").
-    "hybrid-v5": ResearchConfig(adapted=0.0),
+    "hybrid-v5": ResearchConfig(adapted=0.0, order_k=60),
+    # The default before the fused list was ordered at a small k (docs/benchmarks.md, "First
+    # places count").
+    "hybrid-v6": ResearchConfig(order_k=60),
     # Question views as one ranking with the captions' views (measured lower than apart).
     "hybrid-questions-merged": ResearchConfig(question_merge=True, question_translation=0.0),
     # The default + Debian's FreeDict Czech-English dictionary as one more BM25 ranking over

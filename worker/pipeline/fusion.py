@@ -57,16 +57,23 @@ def spread_sections(ranked: list[tuple[str, float]], by_id: dict[str, Passage], 
 
 
 def fuse(rankings: list[list[tuple[str, float]]], k: int = 60,
-         weights: list[float] | None = None) -> list[tuple[str, float]]:
+         weights: list[float] | None = None, order_k: int | None = None
+         ) -> list[tuple[str, float]]:
     """Reciprocal rank fusion: sum of weight/(k + rank) over the rankings, best first, as a
     share of the best possible sum (first in every ranking = 1.0), so that a score means the
-    same whatever number of rankings a question's language and translation bring."""
+    same whatever number of rankings a question's language and translation bring. With
+    `order_k`, the list is ordered by the same sum at that k instead (a small k lets one
+    ranking's first place count), the scores staying the shares at `k`."""
     scores: dict[str, float] = {}
+    order: dict[str, float] = {}
     total = 0.0
     for n, ranking in enumerate(rankings):
         weight = 1.0 if weights is None else weights[n]
         total += weight / (k + 1)
         for rank, (pid, _score) in enumerate(ranking, start=1):
             scores[pid] = scores.get(pid, 0.0) + weight / (k + rank)
+            if order_k is not None:
+                order[pid] = order.get(pid, 0.0) + weight / (order_k + rank)
+    by = order if order_k is not None else scores
     return sorted(((pid, s / total) for pid, s in scores.items()),
-                  key=lambda kv: (-kv[1], kv[0]))
+                  key=lambda kv: (-by[kv[0]], kv[0]))
