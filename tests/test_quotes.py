@@ -14,7 +14,16 @@ from shared.spans import MAX_SPAN_CHARS, Span, continued, overlap_prefix, split_
 from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
-from worker.pipeline.quotes import Candidate, Weights, choose, coverage, decision, rank_spans
+from worker.pipeline.quotes import (
+    Candidate,
+    Weights,
+    choose,
+    coverage,
+    covered,
+    decision,
+    rank_spans,
+    retrieval_confidence,
+)
 from worker.pipeline.structured import fold
 from worker.pipeline.turn import run_checks
 from worker.pipeline.types import Retrieval
@@ -715,3 +724,15 @@ def test_a_quoted_interface_text_names_its_group_where_the_section_does_not() ->
     span = split_spans(page.text)[0]
     assert compose([Candidate(0, span, span.text_of(page.text), 1.0, 1.0, 1.0, 1.0)], [page],
                    "en").quotes[0]["group"] == ""
+
+
+def test_the_decision_reads_the_passages_best_by_their_share_not_retrievals_order() -> None:
+    """Retrieval may put first a passage one ranking alone put first (fusion's order_k); the
+    decision reads the three best by their fused share, as calibrated, and keeps
+    retrieval's order among equal shares."""
+    ps = [dataclasses.replace(_p(f"p{n}", "Text.", f"# Doc > ## S{n}"), score=s)
+          for n, s in enumerate((0.49, 0.64, 0.60, 0.33, 0.61))]
+    assert covered(ps) == [1, 4, 2]
+    assert retrieval_confidence(ps) == 0.64
+    same = [dataclasses.replace(p, score=0.5) for p in ps]
+    assert covered(same) == [0, 1, 2]

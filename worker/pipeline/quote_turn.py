@@ -18,11 +18,11 @@ from worker.pipeline.names import unknown
 from worker.pipeline.project_summary import summary_lines
 from worker.pipeline.quote_answer import QuotesAnswer, compose, found, passage_spans
 from worker.pipeline.quotes import (
-    COVERED,
     WEIGHTS,
     adapted_similarities,
     choose,
     coverage,
+    covered,
     hedged,
     known,
     rank_spans,
@@ -82,14 +82,15 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
                         lambda texts, kind: cached_vectors(settings, texts, kind, conn), idf,
                         english=english, views=[views.get(p.id, 0.0) for p in passages],
                         passage_vectors=index_vectors, adapter=adapter)
-    fit = max(adapted_similarities(asking, index_vectors[:COVERED], adapter), default=0.0) \
-        if adapter is not None and index_vectors else 0.0
-    covered = coverage(questions, passages[:COVERED], idf, lexical.idf_max,
-                       "max" if english else WEIGHTS.coverage_mix_other)
-    asked = max((views.get(p.id, 0.0) for p in passages[:COVERED]), default=0.0)
+    read = covered(passages)
+    fit = max(adapted_similarities(asking, [index_vectors[n] for n in read], adapter),
+              default=0.0) if adapter is not None and index_vectors else 0.0
+    share = coverage(questions, [passages[n] for n in read], idf, lexical.idf_max,
+                     "max" if english else WEIGHTS.coverage_mix_other)
+    asked = max((views.get(passages[n].id, 0.0) for n in read), default=0.0)
     # An index without question views (a corpus of the user's own) decides as calibrated
     # without them.
-    weights = WEIGHTS.deciding(any(p.id in views for p in passages[:COVERED]))
+    weights = WEIGHTS.deciding(any(passages[n].id in views for n in read))
     familiar = known(questions[0], lexical.stems, idf, lexical.idf_max) \
         if reads_vocabulary(weights, english) else 0.0
     # A name of the question the corpus never uses (GraphQL, Zoom, or words it knows but never
@@ -97,12 +98,12 @@ def write_quotes(conn: psycopg.Connection, settings: Settings, questions: Sequen
     # names are its experts', read from the project. The message's own names: a follow-up is
     # not refused for a name its earlier question used.
     strange = unknown(message, lexical.uses, lexical.uses_together) if project is None else []
-    chosen = choose(ranked, passages, spans, covered, weights, english=english, asked=asked,
+    chosen = choose(ranked, passages, spans, share, weights, english=english, asked=asked,
                     familiar=familiar, strange=bool(strange), said=said, fit=fit)
     figures = project.figures if project is not None else None
     lead = summary_lines(figures, lang, message) if figures is not None else []
     # Quotes that barely clear the threshold are given as the closest the documentation says.
-    close = bool(chosen) and hedged(ranked, passages, covered, weights, english, asked,
+    close = bool(chosen) and hedged(ranked, passages, share, weights, english, asked,
                                     familiar, bool(strange), fit)
     answer = compose(chosen, passages, lang, lead, strange, lexical.passages, hedged=close)
     # Verified, not assumed: each quote is looked up in its own passage's text

@@ -453,7 +453,7 @@ def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIG
 
 def retrieval_confidence(passages: Sequence[Passage]) -> float:
     """Retrieval's confidence: the best fused score of the passages coverage reads."""
-    return max((p.score for p in passages[:COVERED]), default=0.0)
+    return max((passages[n].score for n in covered(passages)), default=0.0)
 
 
 def hedged(ranked: Sequence[Candidate], passages: Sequence[Passage], covered: float,
@@ -581,6 +581,14 @@ def coverage(questions: Sequence[str], passages: Sequence[Passage],
 
 
 COVERED = 3  # coverage reads the best this many passages
+
+
+def covered(passages: Sequence[Passage]) -> list[int]:
+    """The places of the COVERED passages the decision reads: the best by their fused share,
+    on which it was calibrated (retrieval's order gives one ranking's first place more weight,
+    RetrievalConfig.order_k; a passage a single ranking put first on one common word must not
+    make an off-topic question look covered); ties in retrieval's order."""
+    return sorted(range(len(passages)), key=lambda n: -passages[n].score)[:COVERED]
 
 
 def known(question: str, stems: Collection[str], idf: Callable[[str], float],
