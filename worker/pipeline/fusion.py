@@ -64,6 +64,7 @@ def fuse(rankings: list[list[tuple[str, float]]], k: int = 60,
     same whatever number of rankings a question's language and translation bring. With
     `order_k`, the list is ordered by the same sum at that k instead (a small k lets one
     ranking's first place count), the scores staying the shares at `k`."""
+    ordering = k if order_k is None else order_k
     scores: dict[str, float] = {}
     order: dict[str, float] = {}
     total = 0.0
@@ -72,8 +73,6 @@ def fuse(rankings: list[list[tuple[str, float]]], k: int = 60,
         total += weight / (k + 1)
         for rank, (pid, _score) in enumerate(ranking, start=1):
             scores[pid] = scores.get(pid, 0.0) + weight / (k + rank)
-            if order_k is not None:
-                order[pid] = order.get(pid, 0.0) + weight / (order_k + rank)
-    by = order if order_k is not None else scores
+            order[pid] = order.get(pid, 0.0) + weight / (ordering + rank)
     return sorted(((pid, s / total) for pid, s in scores.items()),
-                  key=lambda kv: (-by[kv[0]], kv[0]))
+                  key=lambda kv: (-order[kv[0]], kv[0]))

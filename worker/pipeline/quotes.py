@@ -452,8 +452,9 @@ def answers(ranked: Sequence[Candidate], covered: float, weights: Weights = WEIG
 
 
 def retrieval_confidence(passages: Sequence[Passage]) -> float:
-    """Retrieval's confidence: the best fused score of the passages coverage reads."""
-    return max((passages[n].score for n in covered(passages)), default=0.0)
+    """Retrieval's confidence: the best fused score (the best of the passages coverage reads,
+    which are the best by their score: see covered)."""
+    return max((p.score for p in passages), default=0.0)
 
 
 def hedged(ranked: Sequence[Candidate], passages: Sequence[Passage], covered: float,
