@@ -736,3 +736,28 @@ def test_the_decision_reads_the_passages_best_by_their_share_not_retrievals_orde
     assert retrieval_confidence(ps) == 0.64
     same = [dataclasses.replace(p, score=0.5) for p in ps]
     assert covered(same) == [0, 1, 2]
+
+
+def test_a_code_comment_is_quoted_with_the_commands_under_it() -> None:
+    """"Jak si celou aplikaci rozjedu lokálně?" was quoted "# Backend (http://localhost:8000)"
+    alone, then "# Frontend ...": comments that say what follows, without what follows. A
+    comment takes the commands under it (to the next comment or the block's end), line by
+    line, and a command it took is not quoted again."""
+    text = ("Run both parts:\n\n```bash\n# Backend (http://localhost:8000)\n"
+            "uv sync --extra api\nuv run uvicorn api.main:app --reload\n\n"
+            "# Frontend (http://localhost:8080)\ncd frontend && npm install && npm run dev\n```\n")
+    passages = [dataclasses.replace(
+        _p("a", text, "# BeCoMe > ## Local Development", source="README.md"), score=1.0)]
+    spans = [split_spans(p.text) for p in passages]
+    ranked = rank_spans(["backend frontend"], passages, spans, _vectors_by_words,
+                        lambda t: 1.0, Weights())
+    comments = [c for c in ranked if c.text.startswith("#")]
+    commands = [c for c in ranked if c.text.startswith("cd frontend")]
+    chosen = choose(comments + commands, passages, spans, 1.0, Weights(threshold=0.0, margin=9))
+    assert [c.text for c in chosen] == [
+        "# Backend (http://localhost:8000)\nuv sync --extra api\n"
+        "uv run uvicorn api.main:app --reload",
+        "# Frontend (http://localhost:8080)\ncd frontend && npm install && npm run dev"]
+    from worker.pipeline.quote_answer import compose, found
+    answer = compose(chosen, passages, "en")
+    assert all(q["code"] and found(q, text) for q in answer.quotes), answer.quotes

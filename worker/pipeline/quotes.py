@@ -382,6 +382,12 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
                     c.span.key, c.span.label)
         return dataclasses.replace(c, span=span,
                                    text=" ".join(span.text_of(passage.text).split()))
+    if _comment(c.span, passage) and (under := _under_comment(c.span, passage)) is not None:
+        # A comment says what the commands under it are for ("# Backend (http://...)"): alone
+        # it answers nothing. Quoted with them, one line each, as the block has them.
+        text = "\n".join(" ".join(line.split())
+                         for line in under.text_of(passage.text).splitlines())
+        return dataclasses.replace(c, span=under, text=text)
     if nxt is None:
         return c
     if c.span.key.endswith("question") and nxt.key.endswith("answer"):
@@ -405,6 +411,24 @@ def _comment(span: Span, passage: Passage) -> bool:
     """Whether a span is a comment line of a code block (what a shell block's "# Clone the
     repository" is): no formula or command an introduction introduces."""
     return span.kind == "code" and span.text_of(passage.text).lstrip().startswith(("#", "//"))
+
+
+def _under_comment(span: Span, passage: Passage) -> Span | None:
+    """A code comment's line with the lines under it, to the next comment, blank line or the
+    block's end, within MAX_SPAN_CHARS; None when no line follows."""
+    text = passage.text
+    end = span.end
+    pos = text.find("\n", span.end)
+    while pos != -1:
+        nxt = text.find("\n", pos + 1)
+        line = text[pos + 1:nxt if nxt != -1 else len(text)].rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "//", "```", "~~~")) \
+                or pos + 1 + len(line) - span.start > MAX_SPAN_CHARS:
+            break
+        end = pos + 1 + len(line)
+        pos = nxt
+    return Span(span.start, end, "code", span.block) if end > span.end else None
 
 
 def _same_line(a: Span, b: Span) -> bool:
