@@ -761,3 +761,11 @@ def test_a_code_comment_is_quoted_with_the_commands_under_it() -> None:
     from worker.pipeline.quote_answer import compose, found
     answer = compose(chosen, passages, "en")
     assert all(q["code"] and found(q, text) for q in answer.quotes), answer.quotes
+    # Lines of code keep their indentation under the comment's.
+    python = "```python\n    # Create a user\n    user = User(\n        email='a@b.c',\n    )\n```\n"
+    p = dataclasses.replace(_p("b", python), score=1.0)
+    ranked = rank_spans(["user"], [p], [split_spans(python)], _vectors_by_words,
+                        lambda t: 1.0, Weights())
+    chosen = choose([c for c in ranked if c.text.startswith("#")], [p], [split_spans(python)],
+                    1.0, Weights(threshold=0.0))
+    assert chosen[0].text == "# Create a user\nuser = User(\n    email='a@b.c',\n)"

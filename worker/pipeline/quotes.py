@@ -385,9 +385,7 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
     if _comment(c.span, passage) and (under := _under_comment(c.span, passage)) is not None:
         # A comment says what the commands under it are for ("# Backend (http://...)"): alone
         # it answers nothing. Quoted with them, one line each, as the block has them.
-        text = "\n".join(" ".join(line.split())
-                         for line in under.text_of(passage.text).splitlines())
-        return dataclasses.replace(c, span=under, text=text)
+        return dataclasses.replace(c, span=under, text=_code_lines(under, passage.text))
     if nxt is None:
         return c
     if c.span.key.endswith("question") and nxt.key.endswith("answer"):
@@ -429,6 +427,14 @@ def _under_comment(span: Span, passage: Passage) -> Span | None:
         end = pos + 1 + len(line)
         pos = nxt
     return Span(span.start, end, "code", span.block) if end > span.end else None
+
+
+def _code_lines(span: Span, text: str) -> str:
+    """A span of several code lines as the block has them, indented as under its first."""
+    indent = span.start - (text.rfind("\n", 0, span.start) + 1)
+    first, *rest = span.text_of(text).splitlines()
+    return "\n".join([first.rstrip(), *(line[indent:].rstrip() if not line[:indent].strip()
+                                         else line.strip() for line in rest)])
 
 
 def _same_line(a: Span, b: Span) -> bool:
