@@ -769,3 +769,14 @@ def test_a_code_comment_is_quoted_with_the_commands_under_it() -> None:
     chosen = choose([c for c in ranked if c.text.startswith("#")], [p], [split_spans(python)],
                     1.0, Weights(threshold=0.0))
     assert chosen[0].text == "# Create a user\nuser = User(\n    email='a@b.c',\n)"
+    # A comment of two lines is one comment: the code under its second line is what it says.
+    env = ("```bash\n# Local development: the PostgreSQL from docker-compose.yml\n"
+           "#   docker compose up -d db\nDATABASE_URL=postgresql://localhost/become\n\n"
+           "# Deployed environments\nDATABASE_URL=postgresql://host/become\n```\n")
+    p = dataclasses.replace(_p("c", env), score=1.0)
+    ranked = rank_spans(["local development"], [p], [split_spans(env)], _vectors_by_words,
+                        lambda t: 1.0, Weights())
+    chosen = choose([c for c in ranked if c.text.startswith("# Local")], [p],
+                    [split_spans(env)], 1.0, Weights(threshold=0.0))
+    assert chosen[0].text.endswith("up -d db\nDATABASE_URL=postgresql://localhost/become"), \
+        chosen[0].text

@@ -412,18 +412,22 @@ def _comment(span: Span, passage: Passage) -> bool:
 
 
 def _under_comment(span: Span, passage: Passage) -> Span | None:
-    """A code comment's line with the lines under it, to the next comment, blank line or the
-    block's end, within MAX_SPAN_CHARS; None when no line follows."""
+    """A code comment's line with the lines under it (the comment's own next lines, then
+    code) to the next comment, blank line or the block's end, within MAX_SPAN_CHARS; None
+    when no line follows."""
     text = passage.text
     end = span.end
+    code = False
     pos = text.find("\n", span.end)
     while pos != -1:
         nxt = text.find("\n", pos + 1)
         line = text[pos + 1:nxt if nxt != -1 else len(text)].rstrip()
         stripped = line.strip()
-        if not stripped or stripped.startswith(("#", "//", "```", "~~~")) \
+        comment = stripped.startswith(("#", "//"))
+        if not stripped or stripped.startswith(("```", "~~~")) or (comment and code) \
                 or pos + 1 + len(line) - span.start > MAX_SPAN_CHARS:
             break
+        code = code or not comment
         end = pos + 1 + len(line)
         pos = nxt
     return Span(span.start, end, "code", span.block) if end > span.end else None
