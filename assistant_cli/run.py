@@ -269,8 +269,10 @@ def run_forever(settings: Settings, plan: Plan) -> int:
         start_services(settings, sup, plan)
         demo = start_demo_app(settings, sup, plan)
         if demo:
-            # The web and worker processes read the app API's address from the environment.
+            # The web and worker processes read the app API's address from the environment;
+            # the panel's demo sign-in, which the banner offers, is the web's opt-in.
             os.environ["ASSISTANT_APP_API_URL"] = demo
+            os.environ.setdefault("ASSISTANT_DEV_LOGIN", "true")
         build_default_index(settings)
         start_processes(sup, plan)
         demo_lines = (f"  Demo BeCoMe app: {demo} (sign in on the panel as alice@example.com, "

@@ -44,6 +44,12 @@ def test_run_starts_everything_and_sigint_leaves_nothing(services: stack.Supervi
         assert stack.http_ok(f"http://127.0.0.1:{FLOWER}/healthcheck")
         for name in ("turns-worker", "beat", "flower", "turns-web"):
             assert (VAR / "run" / "log" / f"{name}.log").exists(), name
+        # The banner's demo sign-in works as it says, without make run's settings: `run`
+        # alone printed it while the panel's sign-in answered 404.
+        assert "Demo BeCoMe app:" in text, text
+        status, body = http_json("POST", f"http://127.0.0.1:{WEB}/api/v1/dev/login",
+                                 {"email": "alice@example.com", "password": "demo-password"})
+        assert status == 201 and body["access_token"], status
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
