@@ -316,12 +316,15 @@ def test_a_quote_from_a_code_block_is_shown_as_code(scripted_stack: Stack,
     entry = "__init__.py # Package marker with version"
     done["structured"] = {**done["structured"], "quotes": [
         {**QUOTES["en"][0], "text": entry, "code": True, "path": "src/__init__.py"},
-        dict(QUOTES["en"][1])]}
+        dict(QUOTES["en"][1]),
+        {**QUOTES["en"][0], "text": "# Build for production\nnpm run build", "code": True}]}
     Socket(page, [done])
     p.ask("Where is the version kept?")
     p.wait_done()
     quotes = page.locator(f"{LAST_TURN} figure.ba-quotation blockquote")
     assert quotes.nth(0).locator("code").inner_text() == entry
+    # A comment with the command under it: two lines, as the block has them.
+    assert quotes.nth(2).locator("code").inner_text() == "# Build for production\nnpm run build"
     assert quotes.nth(0).locator("strong, em").count() == 0
     # A tree's entry says where it lives; the copied text too.
     assert quotes.nth(0).locator(".ba-quote-path").inner_text() == "src/__init__.py"
