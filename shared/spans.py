@@ -29,9 +29,10 @@ _LABEL_ONLY = re.compile(r"^\*\*[^*]{1,40}\*\*:?$|^[^\s]{1,40}:$")
 # Where a sentence may end: . ! ? … then closing marks, then space, then an opening mark,
 # a capital, a digit or markup.
 _BOUNDARY = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+(?=[\"'„“«(\[*`_]*[A-ZÁČĎÉĚÍŇÓŘŠŤÚŮÝŽ0-9])")
+# A legal reference ("čl. 6 odst. 1 písm. b)", "Art. 20") is one too.
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs cf dr mr mrs ms no fig approx tj např cca tzv atd apod resp příp str čís "
-    "viz srov".split())
+    "viz srov art čl odst písm sb".split())
 _WORD = re.compile(r"\w", re.UNICODE)
 # A file tree or a drawing, not prose.
 _DRAWING = re.compile(r"[│├└┌┐┘┼─═║╔╗╚╝]")

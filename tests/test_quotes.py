@@ -71,6 +71,17 @@ def test_initials_and_abbreviations_do_not_end_a_sentence() -> None:
         "University of Life Sciences Prague.", "It is used e.g. for budgets."]
 
 
+def test_a_legal_reference_does_not_end_a_sentence() -> None:
+    """„... podle čl. 6 odst. 1 písm. b) GDPR.“ was quoted as „... podle čl.“ and „1 písm. b)
+    GDPR.“: a quote cut inside its sentence."""
+    body = ("basis.body: Údaje účtu se zpracovávají na smluvním základě podle čl. 6 odst. 1 "
+            "písm. b) GDPR. Omezení přihlášení stojí na oprávněném zájmu.")
+    assert _texts(body) == ["Údaje účtu se zpracovávají na smluvním základě podle čl. 6 odst. "
+                            "1 písm. b) GDPR.", "Omezení přihlášení stojí na oprávněném zájmu."]
+    assert _texts("Export your data (GDPR Art. 20) at any time. It is JSON.") == [
+        "Export your data (GDPR Art. 20) at any time.", "It is JSON."]
+
+
 def test_interface_lines_quote_the_text_not_the_key() -> None:
     assert _texts(FAQ) == ["How do I invite experts?", "Open your project, click 'Invite "
                            "Experts', and enter the email of a registered user."]
