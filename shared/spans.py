@@ -156,11 +156,12 @@ def continued(text: str, siblings: list[str]) -> bool:
 
 
 def split_spans(text: str, skip: int = 0, continued: bool = False,
-                interface: bool = False) -> list[Span]:
+                interface: bool = False, keys: bool = True) -> list[Span]:
     """Every quotable span of a passage's text, in order, after its first `skip` characters
     (an overlap fragment, see overlap_prefix); a piece that another `continued` loses an
     unfinished last sentence; an `interface` group (an app's texts) with nothing else to
-    quote, its labels (see _labels)."""
+    quote, its labels (see _labels); `keys`: a "key: text" line is an app's text (a JSON
+    file's, as the loader writes it), not a page's wrapped line."""
     spans: list[Span] = []
     # Each interface group's title ("maxError" -> "Maximum Error of Estimate"): a line span
     # carries its group's as its label (see _TITLE_KEYS).
@@ -223,7 +224,7 @@ def split_spans(text: str, skip: int = 0, continued: bool = False,
         elif (m := _ITEM.match(line)) is not None:
             kind = "item"
             x, y = a + m.start(2), a + m.end(2)
-        elif (m := _JSON_LINE.match(line)) is not None and "/" not in m.group(1):
+        elif keys and (m := _JSON_LINE.match(line)) is not None and "/" not in m.group(1):
             kind = "line"
             key = m.group(1)
             x, y = a + m.start(2), a + m.end(2)
@@ -407,9 +408,9 @@ def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[
     out = []
     for p in passages:
         pieces = siblings.get((p.source, p.section), [])
+        json = p.source.endswith(".json")
         out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces),
-                               interface=p.source.endswith(".json")
-                               and not _messages(p.section)))
+                               interface=json and not _messages(p.section), keys=json))
     return out
 
 

@@ -10,7 +10,15 @@ from collections.abc import Sequence
 
 from shared.config import settings_from_env
 from shared.passage import Passage
-from shared.spans import MAX_SPAN_CHARS, Span, continued, overlap_prefix, split_spans, tree_path
+from shared.spans import (
+    MAX_SPAN_CHARS,
+    Span,
+    continued,
+    overlap_prefix,
+    passage_spans,
+    split_spans,
+    tree_path,
+)
 from shared.turn_request import TurnRequest
 from worker.pipeline.markers import strip_markers
 from worker.pipeline.quote_answer import compose
@@ -80,6 +88,23 @@ def test_a_legal_reference_does_not_end_a_sentence() -> None:
                             "1 písm. b) GDPR.", "Omezení přihlášení stojí na oprávněném zájmu."]
     assert _texts("Export your data (GDPR Art. 20) at any time. It is JSON.") == [
         "Export your data (GDPR Art. 20) at any time.", "It is JSON."]
+
+
+def test_a_wrapped_page_line_that_starts_with_a_word_and_colon_is_prose() -> None:
+    """A page's paragraph wrapped before "renewal: each use ..." was cut there as if the line
+    were an app's text with the key "renewal": two fragments of one sentence were quoted."""
+    page = ("The longer-lived one renews it, and it rotates on every\nrenewal: each use mints a "
+            "new token and retires the old.\n\nNext: [running a decision](running.md), which "
+            "covers the three ways an expert can\nexpress an opinion.")
+    passage = _p("a", page, "# Your data > ## Signing in", source="docs/user/security.md")
+    assert [s.text_of(page) for s in passage_spans([passage], [passage])[0]] == [
+        "The longer-lived one renews it, and it rotates on every\nrenewal: each use mints a new "
+        "token and retires the old.", "Next: [running a decision](running.md), which covers the "
+        "three ways an expert can\nexpress an opinion."]
+    # An app's texts are still read by their keys.
+    faq = _p("b", FAQ, "application", source="frontend/src/i18n/locales/en/faq.json")
+    assert [s.key for s in passage_spans([faq], [faq])[0]] == [
+        "question", "answer"]
 
 
 def test_interface_lines_quote_the_text_not_the_key() -> None:
