@@ -542,6 +542,24 @@ def test_an_faq_answer_is_quoted_whole_where_one_sentence_of_it_is_best() -> Non
         chosen[0].text
 
 
+def test_a_command_continued_with_a_backslash_is_quoted_whole() -> None:
+    """"uv run python scripts/assistant/eval_answers.py --questions questions.jsonl \\" was a
+    quote: the first line of a command continued on two more, which does not run as quoted."""
+    text = ("Ask the questions:\n\n```bash\nuv run python eval.py --questions q.jsonl \\\n"
+            "    --mode workflow \\\n    --output answers.jsonl\n```\n\n```bash\n"
+            "# Run the benchmark\nuv run locust -f locustfile.py \\\n    --headless\n```\n")
+    p = dataclasses.replace(_p("a", text, source="README.md"), score=1.0)
+    spans = [split_spans(text)]
+    ranked = rank_spans(["eval questions benchmark"], [p], spans, _vectors_by_words,
+                        lambda t: 1.0, Weights())
+    first = [c for c in ranked if c.text.startswith(("uv run python", "# Run"))]
+    chosen = choose(first, [p], spans, 1.0, Weights(threshold=0.0, margin=9))
+    assert sorted(c.text for c in chosen) == [
+        "# Run the benchmark\nuv run locust -f locustfile.py \\\n    --headless",
+        "uv run python eval.py --questions q.jsonl \\\n    --mode workflow \\\n"
+        "    --output answers.jsonl"]
+
+
 def test_an_introduction_does_not_take_a_code_comment_as_what_it_introduces() -> None:
     """"This project uses uv for dependency management:" was quoted with the first line of
     the shell block after it, "bash # Clone the repository"."""

@@ -382,10 +382,11 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
                     c.span.key, c.span.label)
         return dataclasses.replace(c, span=span,
                                    text=" ".join(span.text_of(passage.text).split()))
-    if _comment(c.span, passage) and (under := _under_comment(c.span, passage)) is not None:
-        # A comment says what the commands under it are for ("# Backend (http://...)"): alone
-        # it answers nothing. Quoted with them, one line each, as the block has them.
-        return dataclasses.replace(c, span=under, text=_code_lines(under, passage.text))
+    if c.span.kind == "code" and (run := _code_run(c.span, passage)) is not None:
+        # A comment says what the commands under it are for ("# Backend (http://...)"), and a
+        # command's first line ending in "\" does not run: alone neither answers. Quoted with
+        # the lines they need, one line each, as the block has them.
+        return dataclasses.replace(c, span=run, text=_code_lines(run, passage.text))
     if nxt is None:
         return c
     if c.span.key.endswith("question") and nxt.key.endswith("answer"):
@@ -411,26 +412,36 @@ def _comment(span: Span, passage: Passage) -> bool:
     return span.kind == "code" and span.text_of(passage.text).lstrip().startswith(("#", "//"))
 
 
-def _under_comment(span: Span, passage: Passage) -> Span | None:
-    """A code comment's line with the lines under it (the comment's own next lines, then
-    code) to the next comment, blank line or the block's end, within MAX_SPAN_CHARS; None
-    when no line follows."""
+def _code_run(span: Span, passage: Passage) -> Span | None:
+    """A code line with the lines it needs: a comment's own further comment lines, then the
+    code under it, to the next comment, a blank line or the block's end; a command continued
+    with "\\", its continuation lines. Within MAX_SPAN_CHARS, never ending inside a continued
+    command; None when no line is added."""
     text = passage.text
-    end = span.end
+    comment = _comment(span, passage)
+    continued = span.text_of(text).endswith("\\")
+    if not (comment or continued):
+        return None
+    safe = None if continued else span.end  # the last end that leaves no command open
     code = False
     pos = text.find("\n", span.end)
     while pos != -1:
         nxt = text.find("\n", pos + 1)
         line = text[pos + 1:nxt if nxt != -1 else len(text)].rstrip()
         stripped = line.strip()
-        comment = stripped.startswith(("#", "//"))
-        if not stripped or stripped.startswith(("```", "~~~")) or (comment and code) \
+        is_comment = stripped.startswith(("#", "//"))
+        if not stripped or stripped.startswith(("```", "~~~")) \
                 or pos + 1 + len(line) - span.start > MAX_SPAN_CHARS:
             break
-        code = code or not comment
-        end = pos + 1 + len(line)
+        if not continued and (not comment or (is_comment and code)):
+            break
+        code = code or not is_comment
+        continued = stripped.endswith("\\")
+        if not continued:
+            safe = pos + 1 + len(line)
         pos = nxt
-    return Span(span.start, end, "code", span.block) if end > span.end else None
+    return Span(span.start, safe, "code", span.block) \
+        if safe is not None and safe > span.end else None
 
 
 def _code_lines(span: Span, text: str) -> str:
