@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--language", choices=("en", "cs"))
     ap.add_argument("--quiet", action="store_true", help="the counts only")
     args = ap.parse_args(argv)
-    answers = quotes = bare = cut = several = 0
+    answers = quotes = bare = cut = several = open_ = 0
     for name in args.sets.split(","):
         rows = qe.collect(name, 5, language=args.language)
         qe.score(rows, WEIGHTS)
@@ -43,11 +43,13 @@ def main(argv: list[str] | None = None) -> None:
                 quotes += 1
                 bare += bool(c.span.kind == "code" and _BARE_COMMENT.match(c.text))
                 cut += bool(_CUT.search(c.text))
+                open_ += bool(c.span.kind == "code" and c.text.rstrip().endswith("\\"))
                 several += bool(c.span.kind == "code" and "\n" in c.text)
                 if not args.quiet:
                     print(f"    > {c.text!r}  ({p.source} | {p.section})")
     print(f"{answers} answers, {quotes} quotes: {several} code quotes of several lines, "
-          f"{bare} bare code comments, {cut} cut after an abbreviation")
+          f"{bare} bare code comments, {open_} commands cut at a line's '\\', {cut} cut after "
+          "an abbreviation")
 
 
 if __name__ == "__main__":
