@@ -560,6 +560,31 @@ def test_a_command_continued_with_a_backslash_is_quoted_whole() -> None:
         "    --output answers.jsonl"]
 
 
+def test_an_outcome_message_that_shares_nothing_with_the_question_is_not_its_answer() -> None:
+    """"I got married and my last name changed. Can I update it?" was answered "Welcome to
+    BeCoMe.", the sign-up's success message, which the embeddings put near any account
+    question. A message that shares next to nothing with the question is not its answer; asked
+    about the message itself, it still is."""
+    signup = _p("a", "successMessage: Welcome to BeCoMe.\nerrorMessage: Failed to create the "
+                "account", "register", source="frontend/src/i18n/locales/en/auth.json")
+    profile = _p("b", "Open your profile and change your last name under Edit Profile.")
+    passages = [dataclasses.replace(signup, score=1.0), dataclasses.replace(profile, score=1.0)]
+    spans = [split_spans(signup.text, interface=True), split_spans(profile.text)]
+
+    def confused(texts: Sequence[str], kind: str) -> list[list[float]]:
+        """The embeddings role's confusion: the message reads like any account question."""
+        return [[1.0, 0.0] if kind == "query" or "Welcome" in t else [0.8, 0.6] for t in texts]
+
+    def first(question: str, weights: Weights) -> str:
+        return rank_spans([question], passages, spans, confused, lambda t: 1.0, weights)[0].text
+
+    married = "I got married and my last name changed. Can I update it?"
+    assert first(married, Weights(outcome=0.0)) == "Welcome to BeCoMe.", "the case, as it was"
+    assert first(married, Weights()).startswith("Open your profile")
+    assert first("The app said Welcome to BeCoMe after I registered. What now?",
+                 Weights()) == "Welcome to BeCoMe."
+
+
 def test_an_introduction_does_not_take_a_code_comment_as_what_it_introduces() -> None:
     """"This project uses uv for dependency management:" was quoted with the first line of
     the shell block after it, "bash # Clone the repository"."""
