@@ -1,6 +1,6 @@
 """What a person reads: every answer of the quotes form for question sets, its quotes in full,
 and a count of the quotes that read badly on their own (a code comment without the code under
-it, a sentence cut after an abbreviation):
+it, a command's first line ending in "\\", a sentence cut after an abbreviation):
 
     python -m bench.quotes_read SETS [--language en|cs] [--quiet]
 
@@ -18,7 +18,7 @@ from worker.pipeline.quotes import WEIGHTS
 
 # A code comment's line alone ("# Build for production"): it says what follows, not what to do.
 _BARE_COMMENT = re.compile(r"^\s*(#|//)[^\n]*$")
-# A quote that ends on an abbreviation ("... podle čl."), or starts after one ("1 písm. b) ...").
+# A quote that ends on an abbreviation ("... podle čl."): its sentence goes on in the next quote.
 _CUT = re.compile(r"\b(čl|odst|písm|art|např|tj|e\.g|i\.e)\.$", re.IGNORECASE)
 
 

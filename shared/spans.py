@@ -408,9 +408,9 @@ def passage_spans(passages: Sequence[Passage], pool: Sequence[Passage]) -> list[
     out = []
     for p in passages:
         pieces = siblings.get((p.source, p.section), [])
-        json = p.source.endswith(".json")
+        app_texts = p.source.endswith(".json")
         out.append(split_spans(p.text, overlap_prefix(p.text, pieces), continued(p.text, pieces),
-                               interface=json and not _messages(p.section), keys=json))
+                               interface=app_texts and not _messages(p.section), keys=app_texts))
     return out
 
 

@@ -425,10 +425,14 @@ def _extended(c: Candidate, passage: Passage, spans: Sequence[Span]) -> Candidat
     return dataclasses.replace(c, span=span, text=" ".join(span.text_of(passage.text).split()))
 
 
+# What starts a comment line in the code blocks of the documentation (shell, Python, JS).
+_COMMENT_MARKS = ("#", "//")
+
+
 def _comment(span: Span, passage: Passage) -> bool:
     """Whether a span is a comment line of a code block (what a shell block's "# Clone the
     repository" is): no formula or command an introduction introduces."""
-    return span.kind == "code" and span.text_of(passage.text).lstrip().startswith(("#", "//"))
+    return span.kind == "code" and span.text_of(passage.text).lstrip().startswith(_COMMENT_MARKS)
 
 
 def _code_run(span: Span, passage: Passage) -> Span | None:
@@ -448,7 +452,7 @@ def _code_run(span: Span, passage: Passage) -> Span | None:
         nxt = text.find("\n", pos + 1)
         line = text[pos + 1:nxt if nxt != -1 else len(text)].rstrip()
         stripped = line.strip()
-        is_comment = stripped.startswith(("#", "//"))
+        is_comment = stripped.startswith(_COMMENT_MARKS)
         if not stripped or stripped.startswith(("```", "~~~")) \
                 or pos + 1 + len(line) - span.start > MAX_SPAN_CHARS:
             break
