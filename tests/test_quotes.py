@@ -257,6 +257,24 @@ def test_nothing_clears_the_threshold_so_the_outcome_is_i_dont_know() -> None:
     assert compose([], passages, "cs").text.startswith("To nevím")
 
 
+def test_i_dont_know_names_the_app_texts_in_the_readers_language() -> None:
+    """"Who was the first person to walk on the Moon?" was offered the Czech FAQ's „Co je fuzzy
+    trojúhelníkové číslo?“ among its nearest sections: an app's text of the other language
+    is named by its twin (the same key in the reader's locale) where the index has one."""
+    cs_faq = _p("c", "question: Co je fuzzy trojúhelníkové číslo?\nanswer: Tři hodnoty.",
+                "method.whatIsFuzzy", "cs", "frontend/src/i18n/locales/cs/faq.json")
+    en_faq = _p("e", "question: What is a fuzzy triangular number?\nanswer: Three values.",
+                "method.whatIsFuzzy", "en", "frontend/src/i18n/locales/en/faq.json")
+    page = _p("m", METHOD, "# Doc > ## Step 4: the maximum error")
+    english = compose([], [cs_faq, page], "en", pool=[cs_faq, en_faq, page])
+    assert [n["source"] for n in english.nearest] == [en_faq.source, page.source]
+    # A Czech reader keeps the Czech text; a text without a twin stays as it is.
+    czech = compose([], [cs_faq, page], "cs", pool=[cs_faq, en_faq, page])
+    assert [n["source"] for n in czech.nearest] == [cs_faq.source, page.source]
+    assert [n["source"] for n in compose([], [cs_faq], "en", pool=[cs_faq]).nearest] == \
+        [cs_faq.source]
+
+
 def test_a_czech_decision_reads_retrievals_confidence_and_coverage_can_mix() -> None:
     """Same spans, same coverage: a Czech question whose passages retrieval found with a low
     fused score gets "I don't know", with a high one an answer (Weights.confidence_other)."""

@@ -15,6 +15,7 @@ from worker.pipeline.bm25 import LexicalIndex
 from worker.pipeline.quotes import Candidate
 from worker.pipeline.source_links import is_locale, locale_heading, locale_title, one_per_section
 from worker.pipeline.structured import fold
+from worker.pipeline.twins import in_language
 
 WORDING: dict[str, dict[str, str]] = {
     "en": {
@@ -162,6 +163,8 @@ def compose(chosen: Sequence[Candidate], passages: Sequence[Passage], lang: str,
     section, see tree_path); `hedged`: the quotes barely answer (quotes.hedged)."""
     w = wording(lang)
     if not chosen:
+        # An English reader is offered the English FAQ, not its Czech twin (and the reverse).
+        passages = in_language(passages, lang, pool)
         names = list(dict.fromkeys(_name(p, lang) for p in passages if leaf(p.section)))
         names = names[:MAX_NEAREST]
         question = w["clarify"].format(options=_options(names, w)) if names \

@@ -4,11 +4,13 @@ is built once per index version per process."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from rank_bm25 import BM25Okapi
 
+from shared.passage import Passage
 from worker.pipeline.bm25 import LexicalIndex, Postings
 from worker.pipeline.lexicon import Lexicon, aligned_pairs, cs_terms, en_terms, learn
 
@@ -80,3 +82,16 @@ def twins_for(lexical: LexicalIndex) -> dict[str, str]:
         _twins.clear()
         _twins[lexical.version] = found
     return found
+
+
+def in_language(passages: Sequence[Passage], lang: str, pool: Sequence[Passage]) -> list[Passage]:
+    """Each passage as a reader of `lang` has it named: an app's text of the other locale by
+    its twin in `lang`'s (same file name and key path) where `pool` holds one."""
+    by = {(p.source, p.section): p for p in pool}
+    out = []
+    for p in passages:
+        other = f"/locales/{p.lang}/"
+        twin = by.get((p.source.replace(other, f"/locales/{lang}/"), p.section)) \
+            if p.lang != lang and other in p.source else None
+        out.append(twin or p)
+    return out
